@@ -1,0 +1,5 @@
+import type { MigrationInterface } from 'typeorm';
+import { Init1795327638783 } from './1795327638783-Init.js';
+
+/** Every migration, oldest first; the hub applies those not yet applied at start. */
+export const MIGRATIONS: (new () => MigrationInterface)[] = [Init1795327638783];

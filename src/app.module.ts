@@ -1,0 +1,15 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { AuthModule } from './auth/auth.module.js';
+import { CommonModule } from './common/common.module.js';
+import type { HubConfig } from './common/config/hub-config.js';
+import { NamespacesModule } from './namespaces/namespaces.module.js';
+import { ObservabilityModule } from './observability/observability.module.js';
+
+/** The hub: the shared machinery and one module per area. */
+@Module({})
+export class AppModule {
+  static register(config: HubConfig, logger: Logger): DynamicModule {
+    return { module: AppModule, imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, ObservabilityModule] };
+  }
+}

@@ -1,0 +1,39 @@
+import { join } from 'node:path';
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { JwtModule } from '@nestjs/jwt';
+import { HubConfig } from '../common/config/hub-config.js';
+import { readOrCreateSecretFile } from '../common/config/secret-file.js';
+import { DatabaseModule } from '../common/database/database.module.js';
+import { AuthController } from './auth.controller.js';
+import { AuthGuard } from './auth.guard.js';
+import { AuthService } from './auth.service.js';
+import { BootstrapAdministrator } from './bootstrap-administrator.js';
+import { User } from './entities/user.entity.js';
+import { PasswordHasher } from './password-hasher.js';
+import { UsersRepository } from './users.repository.js';
+
+const TOKEN_ISSUER = 'hub';
+
+/** HUB_JWT_SECRET, or a secret generated once and kept in the data directory. */
+function jwtSecret(config: HubConfig): string {
+  return config.jwtSecret ?? readOrCreateSecretFile(join(config.dataDir, 'jwt.secret'));
+}
+
+@Module({
+  imports: [
+    DatabaseModule.forFeature([User]),
+    JwtModule.registerAsync({
+      inject: [HubConfig],
+      useFactory: (config: HubConfig) => ({
+        secret: jwtSecret(config),
+        signOptions: { algorithm: 'HS256', issuer: TOKEN_ISSUER, expiresIn: config.tokenTtlSeconds },
+        verifyOptions: { algorithms: ['HS256'], issuer: TOKEN_ISSUER },
+      }),
+    }),
+  ],
+  controllers: [AuthController],
+  providers: [AuthService, UsersRepository, PasswordHasher, BootstrapAdministrator, { provide: APP_GUARD, useClass: AuthGuard }],
+  exports: [AuthService],
+})
+export class AuthModule {}

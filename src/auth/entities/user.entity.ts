@@ -1,0 +1,55 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn, VersionColumn } from 'typeorm';
+
+/** A person or script that logs in. User names are unique ignoring case (an expression index). */
+@Entity({ name: 'users' })
+@Index('users_user_name_lower_key', { synchronize: false })
+export class User {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'user_name', type: 'text' })
+  userName!: string;
+
+  @Column({ name: 'display_name', type: 'text', nullable: true })
+  displayName!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  email!: string | null;
+
+  @Column({ type: 'boolean', default: true })
+  active!: boolean;
+
+  @Column({ type: 'boolean', default: false })
+  system!: boolean;
+
+  @Column({ name: 'external_id', type: 'text', nullable: true })
+  externalId!: string | null;
+
+  @Column({ name: 'unix_home_directory', type: 'text', nullable: true })
+  unixHomeDirectory!: string | null;
+
+  @Column({ name: 'unix_user_name', type: 'text', nullable: true })
+  unixUserName!: string | null;
+
+  @Column({ name: 'user_principal_name', type: 'text', nullable: true })
+  userPrincipalName!: string | null;
+
+  @Column({ name: 'invitation_pending', type: 'boolean', default: false })
+  invitationPending!: boolean;
+
+  @Column({ name: 'invitation_expiry', type: 'timestamptz', precision: 3, nullable: true })
+  invitationExpiry!: Date | null;
+
+  /** argon2id, PHC string format; null while an invitation is pending. */
+  @Column({ name: 'password_hash', type: 'text', nullable: true })
+  passwordHash!: string | null;
+
+  @VersionColumn()
+  version!: number;
+
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
+  created!: Date;
+
+  @UpdateDateColumn({ type: 'timestamptz', precision: 3 })
+  modified!: Date;
+}

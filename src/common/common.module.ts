@@ -1,0 +1,29 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import type { Logger } from 'pino';
+import { ConfigModule } from './config/config.module.js';
+import type { HubConfig } from './config/hub-config.js';
+import { DatabaseModule } from './database/database.module.js';
+import { ProblemFilter } from './errors/problem.filter.js';
+import { MediaTypeInterceptor } from './http/media-type.interceptor.js';
+import { ReplyInterceptor } from './http/reply.interceptor.js';
+import { LoggingModule } from './logging/logging.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { InputValidationPipe } from './validation/input-validation.pipe.js';
+
+/** What every area stands on: configuration, logging, the database, metrics and the HTTP pipeline. */
+@Module({})
+export class CommonModule {
+  static forRoot(config: HubConfig, logger: Logger): DynamicModule {
+    return {
+      module: CommonModule,
+      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), DatabaseModule.forRoot(), MetricsModule],
+      providers: [
+        { provide: APP_FILTER, useClass: ProblemFilter },
+        { provide: APP_PIPE, useClass: InputValidationPipe },
+        { provide: APP_INTERCEPTOR, useClass: MediaTypeInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: ReplyInterceptor },
+      ],
+    };
+  }
+}

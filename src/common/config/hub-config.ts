@@ -1,0 +1,159 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { plainToInstance, Type } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  registerDecorator,
+  validateSync,
+  type ValidationError,
+} from 'class-validator';
+import { StartupError } from '../errors/startup-error.js';
+
+export const CLUSTER_DRIVERS = ['local', 'slurm'] as const;
+export type ClusterDriverName = (typeof CLUSTER_DRIVERS)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * The hub's settings (api-map §11), read and validated once at start. An abstract class so that it
+ * serves as its own injection token.
+ */
+export abstract class HubConfig {
+  abstract readonly port: number;
+  abstract readonly host: string;
+  /** External PostgreSQL; absent means the hub runs its own embedded server in `dataDir`. */
+  abstract readonly databaseUrl?: string;
+  abstract readonly databasePoolSize: number;
+  abstract readonly dataDir: string;
+  abstract readonly adminUser: string;
+  abstract readonly adminPassword?: string;
+  abstract readonly jwtSecret?: string;
+  abstract readonly tokenTtlSeconds: number;
+  abstract readonly clusterDriver: ClusterDriverName;
+  abstract readonly sharedDir: string;
+  abstract readonly logLevel: LogLevel;
+}
+
+/** Thrown when a setting is missing or malformed; the message names the setting. */
+export class ConfigurationError extends StartupError {
+  override readonly name = 'ConfigurationError';
+}
+
+const SECRET_SETTINGS = new Set(['HUB_ADMIN_PASSWORD', 'HUB_JWT_SECRET', 'DATABASE_URL']);
+
+function IsPostgresUrl(): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isPostgresUrl',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: '$property must be a postgres:// or postgresql:// URL' },
+      validator: {
+        validate(value: unknown) {
+          if (typeof value !== 'string') return false;
+          try {
+            return ['postgres:', 'postgresql:'].includes(new URL(value).protocol);
+          } catch {
+            return false;
+          }
+        },
+      },
+    });
+}
+
+/** The environment as the hub reads it; property names are the setting names. */
+class HubEnvironment {
+  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(65535)
+  PORT = 9090;
+
+  @IsOptional() @IsString() @MinLength(1)
+  HOST = '0.0.0.0';
+
+  @IsOptional() @IsPostgresUrl()
+  DATABASE_URL?: string;
+
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(1000)
+  HUB_DB_POOL_SIZE = 10;
+
+  @IsOptional() @IsString() @MinLength(1)
+  HUB_DATA_DIR = './.data';
+
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, {
+    message: '$property must be 1-128 letters, digits, ".", "_", "@" or "-", starting with a letter or digit',
+  })
+  HUB_ADMIN_USER = 'admin';
+
+  @IsOptional() @IsString() @MinLength(8)
+  HUB_ADMIN_PASSWORD?: string;
+
+  @IsOptional() @IsString() @MinLength(32)
+  HUB_JWT_SECRET?: string;
+
+  @IsOptional() @Type(() => Number) @IsInt() @Min(60) @Max(30 * 24 * 3600)
+  HUB_TOKEN_TTL = 3600;
+
+  @IsOptional() @IsIn(CLUSTER_DRIVERS)
+  HUB_CLUSTER_DRIVER: ClusterDriverName = 'local';
+
+  @IsOptional() @IsString() @MinLength(1)
+  HUB_SHARED_DIR?: string;
+
+  @IsOptional() @IsIn(LOG_LEVELS)
+  HUB_LOG_LEVEL: LogLevel = 'info';
+}
+
+/** Every setting the hub reads, in the order `.env.example` lists them. */
+export const SETTING_NAMES = Object.keys(new HubEnvironment()) as (keyof HubEnvironment)[];
+
+function describe(error: ValidationError, env: Record<string, string | undefined>): string {
+  const shown = SECRET_SETTINGS.has(error.property) ? '' : ` (got ${JSON.stringify(env[error.property])})`;
+  return `${Object.values(error.constraints ?? {}).join('; ')}${shown}`;
+}
+
+/**
+ * Builds the configuration from an environment (normally `process.env`). Empty values count as
+ * unset. Throws a {@link ConfigurationError} naming every bad setting.
+ */
+export function loadHubConfig(env: Record<string, string | undefined>, cwd = process.cwd()): HubConfig {
+  const given: Record<string, string> = {};
+  for (const name of SETTING_NAMES) {
+    const value = env[name];
+    if (value !== undefined && value !== '') given[name] = value;
+  }
+  const settings = plainToInstance(HubEnvironment, given);
+  const errors = validateSync(settings, { forbidUnknownValues: true });
+  if (errors.length > 0) {
+    throw new ConfigurationError(`Invalid configuration: ${errors.map((e) => describe(e, env)).join('; ')}`);
+  }
+  const dataDir = resolve(cwd, settings.HUB_DATA_DIR);
+  return {
+    port: settings.PORT,
+    host: settings.HOST,
+    databaseUrl: settings.DATABASE_URL,
+    databasePoolSize: settings.HUB_DB_POOL_SIZE,
+    dataDir,
+    adminUser: settings.HUB_ADMIN_USER,
+    adminPassword: settings.HUB_ADMIN_PASSWORD,
+    jwtSecret: settings.HUB_JWT_SECRET,
+    tokenTtlSeconds: settings.HUB_TOKEN_TTL,
+    clusterDriver: settings.HUB_CLUSTER_DRIVER,
+    sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(dataDir, 'work'),
+    logLevel: settings.HUB_LOG_LEVEL,
+  };
+}
+
+/** Reads `.env` from the working directory when present; variables already set win. */
+export function loadHubConfigFromProcess(): HubConfig {
+  const envFile = resolve(process.cwd(), '.env');
+  if (existsSync(envFile)) process.loadEnvFile(envFile);
+  return loadHubConfig(process.env);
+}

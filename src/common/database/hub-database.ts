@@ -1,0 +1,110 @@
+import type { OnApplicationShutdown } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList } from 'typeorm';
+import { MIGRATIONS } from '../../../migrations/index.js';
+import type { HubConfig } from '../config/hub-config.js';
+import { StartupError } from '../errors/startup-error.js';
+import { EmbeddedPostgres } from './embedded-postgres.js';
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own entity list type
+type EntityList = MixedList<Function | string | EntitySchema>;
+
+/** Held while migrating, so that hubs starting together on one database migrate it once. */
+const MIGRATION_LOCK = 7_236_267_218_633_830_400n;
+
+/** Options shared by the hub, the test harness and the migration CLI. */
+export function dataSourceOptions(url: string, entities: EntityList = [], poolSize = 10): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities,
+    migrations: MIGRATIONS,
+    synchronize: false,
+    migrationsRun: false,
+    uuidExtension: 'pgcrypto',
+    installExtensions: false,
+    applicationName: 'hub',
+    extra: { max: poolSize, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 },
+  };
+}
+
+/** Applies pending migrations, one hub at a time. */
+export async function migrate(dataSource: DataSource, logger?: Logger): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
+    const applied = await dataSource.runMigrations({ transaction: 'all' });
+    for (const migration of applied) logger?.info(`Applied migration ${migration.name}`);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK.toString()]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+/** Where a URL points, without its password, for messages. */
+export function describeDatabaseUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+}
+
+export interface DatabaseReadiness {
+  readonly reachable: boolean;
+  readonly migrationsApplied: boolean;
+}
+
+/**
+ * The hub's database: an external PostgreSQL when `DATABASE_URL` is set, otherwise an embedded
+ * server on the data directory, behind one TypeORM data source, migrated at start. Closed after
+ * the HTTP server has finished its requests.
+ */
+export class HubDatabase implements OnApplicationShutdown {
+  private closing?: Promise<void>;
+
+  private constructor(
+    readonly dataSource: DataSource,
+    private readonly embedded: EmbeddedPostgres | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
+    const embedded = config.databaseUrl ? undefined : await EmbeddedPostgres.start({ dataDir: config.dataDir, logger });
+    const url = config.databaseUrl ?? embedded!.url;
+    const dataSource = new DataSource(dataSourceOptions(url, entities, config.databasePoolSize));
+    try {
+      await dataSource.initialize().catch((error: Error) => {
+        throw new StartupError(`Cannot connect to PostgreSQL at ${describeDatabaseUrl(url)}: ${error.message}`);
+      });
+      await migrate(dataSource, logger);
+    } catch (error) {
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await embedded?.stop();
+      throw error;
+    }
+    logger.info(embedded ? `Using the embedded PostgreSQL server in ${config.dataDir}` : `Using PostgreSQL at ${describeDatabaseUrl(url)}`);
+    return new HubDatabase(dataSource, embedded, logger);
+  }
+
+  async readiness(): Promise<DatabaseReadiness> {
+    try {
+      await this.dataSource.query('SELECT 1');
+    } catch {
+      return { reachable: false, migrationsApplied: false };
+    }
+    const pending = await this.dataSource.showMigrations().catch(() => true);
+    return { reachable: true, migrationsApplied: !pending };
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.dataSource.isInitialized) await this.dataSource.destroy();
+      await this.embedded?.stop();
+      this.logger.debug('Database closed');
+    })();
+    return this.closing;
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+}

@@ -1,0 +1,103 @@
+import { STATUS_CODES } from 'node:http';
+import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { QueryFailedError } from 'typeorm';
+import { HubLogger } from '../logging/hub-logger.js';
+import { HubError, type FieldError } from './hub-errors.js';
+
+interface Problem {
+  readonly status: number;
+  readonly detail: string;
+  readonly errors?: readonly FieldError[];
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** An error Fastify raised before the request reached a route: bad JSON, oversize body, media type. */
+interface FastifyError {
+  readonly statusCode: number;
+  readonly code?: string;
+  readonly message: string;
+}
+
+function isFastifyError(error: unknown): error is FastifyError {
+  const status = (error as FastifyError | undefined)?.statusCode;
+  return error instanceof Error && typeof status === 'number' && status >= 400 && status < 500;
+}
+
+function fastifyDetail(error: FastifyError, request: FastifyRequest): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? '')}; send application/json`;
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `The request body is larger than the ${request.routeOptions.bodyLimit ?? 1_048_576} bytes allowed`;
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'The request body is empty; send a JSON document or no Content-Type';
+    case undefined:
+      return error instanceof SyntaxError ? `The request body is not valid JSON: ${error.message}` : error.message;
+    default:
+      return error.message;
+  }
+}
+
+/** PostgreSQL errors that bad input or a race can cause; anything else is the hub's fault. */
+function databaseProblem(error: QueryFailedError): Problem | undefined {
+  const code = (error.driverError as { code?: string } | undefined)?.code ?? '';
+  if (code === '23505') return { status: 409, detail: 'The request conflicts with an existing resource' };
+  if (code === '23503') return { status: 409, detail: 'The request refers to a resource that does not exist or is still referred to' };
+  if (['22P02', '22003', '22007', '22008', '22001', '22023'].includes(code)) return { status: 400, detail: 'A value in the request is out of range or malformed' };
+  if (code === '40001' || code === '40P01') return { status: 503, detail: 'The request collided with a concurrent one; retry it', headers: { 'retry-after': '1' } };
+  return undefined;
+}
+
+function toProblem(exception: unknown, request: FastifyRequest): Problem | undefined {
+  if (exception instanceof HubError) {
+    return { status: exception.status, detail: exception.message, errors: exception.errors, headers: exception.headers };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404 && /^Cannot [A-Z]+ /.test(exception.message)) {
+      return { status, detail: `No route ${request.method} ${request.url.split('?')[0]}` };
+    }
+    return status < 500 ? { status, detail: exception.message } : undefined;
+  }
+  if (isFastifyError(exception)) return { status: exception.statusCode, detail: fastifyDetail(exception, request) };
+  if (exception instanceof QueryFailedError) return databaseProblem(exception);
+  return undefined;
+}
+
+/**
+ * The one place errors become replies: RFC 9457 `application/problem+json` with `msg` repeating
+ * `detail`, `errors` for validation, and the request id. Anything unexpected is a 500 whose details
+ * go to the log, never to the client.
+ */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  private readonly logger: Logger;
+
+  constructor(logger: HubLogger) {
+    this.logger = logger.for('http');
+  }
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const problem = toProblem(exception, request) ?? { status: 500, detail: 'Internal server error' };
+    if (problem.status >= 500) this.logger.error({ err: exception, requestId: request.id }, 'Request failed');
+    if (reply.sent) return;
+    const body = {
+      type: 'about:blank',
+      title: STATUS_CODES[problem.status] ?? 'Error',
+      status: problem.status,
+      detail: problem.detail,
+      msg: problem.detail,
+      ...(problem.errors?.length ? { errors: problem.errors } : {}),
+      requestId: request.id,
+    };
+    void reply
+      .status(problem.status)
+      .headers(problem.headers ?? {})
+      .type('application/problem+json; charset=utf-8')
+      .send(body);
+  }
+}

@@ -1,0 +1,26 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { HUB_VERSION } from '../hub-version.js';
+
+const DESCRIPTION = `Management API of the compute hub.
+
+- **Authentication**: \`Authorization: Bearer <token>\` with a token from \`POST /api/v2/auth/login\`, or HTTP Basic (checked like a login).
+- **Errors**: RFC 9457 \`application/problem+json\`; \`msg\` repeats \`detail\`, \`errors[{path, message}]\` lists invalid inputs, \`requestId\` matches the \`X-Request-Id\` header and the logs.
+- **Lists**: \`filter[<field>][<OP>]\`, \`page[offset]\` (default 0), \`page[limit]\` (default 100, at most 1000), \`sort\` (\`x\` or \`-x\`); each operation lists what it accepts, and anything else is a 400 naming the parameter. CO, SW and ST ignore case. IN takes repeated parameters or comma-separated values.
+- **Timestamps** are ISO 8601 UTC with milliseconds, stored at millisecond precision, so a value read from the API can be used as an LT/GT bound exactly.
+- **Updates**: PUT replaces, PATCH takes an RFC 6902 document (\`add\`, \`remove\`, \`replace\`) as \`application/json-patch+json\` or \`application/json\`; the result is validated like a replace. \`_id\`, \`_created\` and \`_modified\` are ignored on input.
+- **Concurrency**: single-resource replies carry an \`ETag\`; PUT, PATCH and DELETE honour \`If-Match\` (412 on mismatch) and GET honours \`If-None-Match\` (304).
+- **Access**: \`x-hub-permission\` on each operation names the object and action the access model checks.`;
+
+/** Serves the document at /api/openapi.json and the interactive UI at /api/docs, built on first request. */
+export function setupOpenApi(app: INestApplication): void {
+  const config = new DocumentBuilder()
+    .setTitle('Hub API')
+    .setVersion(HUB_VERSION)
+    .setDescription(DESCRIPTION)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/v2/auth/login' }, 'bearerAuth')
+    .addBasicAuth({ type: 'http', scheme: 'basic', description: 'User name and password, checked like a login' }, 'basicAuth')
+    .build();
+  const build = (): OpenAPIObject => SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
+  SwaggerModule.setup('api/docs', app, build, { jsonDocumentUrl: 'api/openapi.json', raw: ['json'], customSiteTitle: 'Hub API' });
+}

@@ -1,0 +1,203 @@
+import { STATUS_CODES } from 'node:http';
+import { applyDecorators, Delete, Get, HttpCode, Patch, Post, Put, SetMetadata, type Type } from '@nestjs/common';
+import {
+  ApiBasicAuth,
+  ApiBearerAuth,
+  ApiBody,
+  ApiConsumes,
+  ApiExtension,
+  ApiExtraModels,
+  ApiHeader,
+  ApiOperation,
+  ApiProduces,
+  ApiQuery,
+  ApiResponse,
+  getSchemaPath,
+  type SchemaObject,
+} from '@nestjs/swagger';
+import { ProblemDetailsDto } from '../errors/problem-details.dto.js';
+import { PATCH_OPERATIONS } from '../patch/json-patch.js';
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, type FilterFieldSpec, type FilterOperator, type ListQuerySpec } from '../query/list-query.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export const ACTIONS = ['Read', 'Create', 'Update', 'Delete', 'Use', 'Execute'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+/**
+ * Who may call a route (api-map §6): anyone (`public`), any caller acting on themself (`self`),
+ * or callers allowed `action` on `object`, where `{param}` names a path parameter. The access
+ * module evaluates it; authentication is required for everything but `public`.
+ */
+export type RouteAccess = { readonly public: true } | { readonly self: true } | { readonly object: string; readonly action: Action };
+
+export interface RouteOptions {
+  readonly method: HttpMethod;
+  /** Below the controller's path; `:id` style parameters. */
+  readonly path?: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly access: RouteAccess;
+  /** Success status; 200 unless given. */
+  readonly status?: number;
+  /** Schema of the success body. */
+  readonly response?: Type<unknown>;
+  /** A list operation: its filters, sorts, paging and projection. */
+  readonly list?: ListQuerySpec;
+  /** Fields a single-resource read accepts in `fields`/`excludeFields`. */
+  readonly projection?: readonly string[];
+  /** The body is a JSON Patch document. */
+  readonly patch?: boolean;
+  /** A single resource: replies carry `ETag`, writes honour `If-Match`. */
+  readonly etag?: boolean;
+  /** Error replies beyond those the other options imply (status to example detail), e.g. 409. */
+  readonly errors?: Readonly<Record<number, string>>;
+  /** Body media types; by default `application/json` (and `application/json-patch+json` for PATCH). */
+  readonly consumes?: readonly string[];
+  /** Success media type when it is not JSON. */
+  readonly produces?: string;
+}
+
+export const ROUTE_OPTIONS = 'hub:route';
+
+const METHODS = { GET: Get, POST: Post, PUT: Put, PATCH: Patch, DELETE: Delete } as const;
+
+const BODY_MEDIA_TYPES: Partial<Record<HttpMethod, readonly string[]>> = {
+  POST: ['application/json'],
+  PUT: ['application/json'],
+  PATCH: ['application/json-patch+json', 'application/json'],
+};
+
+/** The media types a route's body may have; undefined for routes without a body. */
+export function acceptedMediaTypes(options: RouteOptions): readonly string[] | undefined {
+  return options.consumes ?? BODY_MEDIA_TYPES[options.method];
+}
+
+function problem(status: number, detail: string): MethodDecorator {
+  const title = STATUS_CODES[status] ?? 'Error';
+  const errors = status === 400 ? { errors: [{ path: 'filter[nam][EQ]', message: 'names an unknown field "nam"' }] } : {};
+  const example = { type: 'about:blank', title, status, detail, msg: detail, ...errors, requestId: '5f0c6a1e-4b8e-4a5e-9a55-0d7f3c1c2b11' };
+  return ApiResponse({
+    status,
+    description: title,
+    content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDetailsDto) }, example } },
+  });
+}
+
+function valueSchema(spec: FilterFieldSpec, operator: FilterOperator): SchemaObject {
+  const item: SchemaObject = typeof spec.type !== 'string' ? { type: 'string', enum: [...spec.type] } : spec.type === 'uuid' ? { type: 'string', format: 'uuid' } : { type: 'string' };
+  switch (operator) {
+    case 'IN':
+    case 'ALL':
+    case 'ANY':
+      return { type: 'array', items: item };
+    case 'PR':
+      return { type: 'boolean' };
+    case 'LT':
+    case 'GT':
+      return { type: 'string', format: 'date-time' };
+    default:
+      return spec.type === 'boolean' ? { type: 'boolean' } : item;
+  }
+}
+
+const OPERATOR_MEANINGS: Record<FilterOperator, string> = {
+  EQ: 'equals',
+  IN: 'is any of (repeat the parameter or separate values with commas)',
+  CO: 'contains, ignoring case',
+  SW: 'starts with, ignoring case',
+  ST: 'starts with, ignoring case',
+  PR: 'is present (true) or absent (false)',
+  LT: 'is before',
+  GT: 'is after',
+  ALL: 'holds all of',
+  ANY: 'holds any of',
+};
+
+function projectionParameters(fields: readonly string[]): MethodDecorator[] {
+  const schema: SchemaObject = { type: 'array', items: { type: 'string', enum: [...fields] } };
+  return [
+    ApiQuery({ name: 'fields', required: false, schema, description: 'Return only these fields (repeat or separate with commas)' }),
+    ApiQuery({ name: 'excludeFields', required: false, schema, description: 'Return all fields but these' }),
+  ];
+}
+
+function listParameters(spec: ListQuerySpec): MethodDecorator[] {
+  const filters = Object.entries(spec.filters).flatMap(([field, filter]) =>
+    filter.operators.map((operator) =>
+      ApiQuery({ name: `filter[${field}][${operator}]`, required: false, schema: valueSchema(filter, operator), description: `${field} ${OPERATOR_MEANINGS[operator]}` }),
+    ),
+  );
+  const sorts = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
+  return [
+    ...filters,
+    ApiQuery({ name: 'page[offset]', required: false, schema: { type: 'integer', minimum: 0, default: 0 }, description: 'Items to skip' }),
+    ApiQuery({ name: 'page[limit]', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT }, description: 'Items per page' }),
+    ApiQuery({ name: 'sort', required: false, schema: { type: 'string', enum: sorts, default: spec.defaultSort }, description: 'Sort key; a leading - reverses the order' }),
+    ...(spec.projection ? projectionParameters(spec.projection) : []),
+  ];
+}
+
+function accessDecorators(access: RouteAccess): MethodDecorator[] {
+  if ('public' in access) return [];
+  const requirement = 'self' in access ? { self: true } : { object: access.object, action: access.action };
+  return [ApiBearerAuth('bearerAuth'), ApiBasicAuth('basicAuth'), ApiExtension('x-hub-permission', requirement)];
+}
+
+function errorResponses(options: RouteOptions): MethodDecorator[] {
+  const writes = options.method !== 'GET';
+  const details: Record<number, string> = {};
+  if (options.list ?? options.projection ?? (writes && options.method !== 'DELETE')) {
+    details[400] = 'Invalid query parameter: filter[nam][EQ] names an unknown field "nam"';
+  }
+  if (!('public' in options.access)) details[401] = 'A bearer token or HTTP Basic credentials are required';
+  if ('object' in options.access) details[403] = `Not allowed: ${options.access.action} on ${options.access.object}`;
+  if (options.path?.includes(':')) details[404] = 'Not found';
+  if (options.etag && writes) details[412] = 'If-Match does not match the current version "3"; read the resource again';
+  if (acceptedMediaTypes(options)) details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
+  Object.assign(details, options.errors);
+  return Object.entries(details).map(([status, detail]) => problem(Number(status), detail));
+}
+
+function bodyDecorators(options: RouteOptions): MethodDecorator[] {
+  if (options.patch) {
+    const operation: SchemaObject = {
+      type: 'object',
+      required: ['op', 'path'],
+      properties: { op: { type: 'string', enum: [...PATCH_OPERATIONS] }, path: { type: 'string', example: '/description' }, value: {} },
+    };
+    return [ApiConsumes('application/json-patch+json', 'application/json'), ApiBody({ schema: { type: 'array', items: operation }, description: 'RFC 6902 JSON Patch' })];
+  }
+  return options.consumes ? [ApiConsumes(...options.consumes)] : [];
+}
+
+function successResponse(options: RouteOptions): MethodDecorator {
+  const status = options.status ?? 200;
+  const headers = options.etag ? { ETag: { description: 'Version of the resource, for If-Match', schema: { type: 'string' } } } : undefined;
+  if (options.produces) return ApiResponse({ status, description: 'OK', headers, content: { [options.produces]: { schema: { type: 'string' } } } });
+  return ApiResponse({ status, description: status === 201 ? 'Created' : 'OK', type: options.response, headers });
+}
+
+/**
+ * Declares a route in one place: method and path, who may call it, its OpenAPI description and
+ * error replies, and, for lists, every filter, sort and paging parameter it accepts.
+ */
+export function Route(options: RouteOptions): MethodDecorator {
+  const writes = options.method !== 'GET';
+  return applyDecorators(
+    METHODS[options.method](options.path ?? ''),
+    HttpCode(options.status ?? 200),
+    SetMetadata(ROUTE_OPTIONS, options),
+    ApiOperation({ summary: options.summary, description: options.description }),
+    ApiExtraModels(ProblemDetailsDto),
+    successResponse(options),
+    ...(options.produces ? [ApiProduces(options.produces)] : []),
+    ...accessDecorators(options.access),
+    ...errorResponses(options),
+    ...bodyDecorators(options),
+    ...(options.list ? listParameters(options.list) : []),
+    ...(options.projection ? projectionParameters(options.projection) : []),
+    ...(options.etag && writes ? [ApiHeader({ name: 'If-Match', required: false, description: 'Apply only if the resource still has this ETag' })] : []),
+    ...(options.etag && !writes ? [ApiHeader({ name: 'If-None-Match', required: false, description: 'Answer 304 if the resource still has this ETag' })] : []),
+  );
+}

@@ -1,0 +1,74 @@
+import type { LoggerService } from '@nestjs/common';
+import { pino, type Logger } from 'pino';
+import type { LogLevel } from '../config/hub-config.js';
+
+/** Fields never written to a log line, wherever they appear in the first two levels. */
+const SECRET_FIELDS = ['authorization', 'cookie', 'password', 'currentPassword', 'newPassword', 'token', 'accessToken', 'invitationToken', 'secret'];
+const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  ...SECRET_FIELDS,
+  ...SECRET_FIELDS.map((field) => `*.${field}`),
+];
+
+/** The process's root logger: JSON lines with ISO timestamps and textual levels, secrets redacted. */
+export function createRootLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    },
+    destination,
+  );
+}
+
+/** Injectable handle on the root logger; areas log through a child named after themselves. */
+export class HubLogger {
+  constructor(readonly root: Logger) {}
+
+  for(context: string): Logger {
+    return this.root.child({ context });
+  }
+}
+
+/**
+ * Nest's start-up chatter (one line per module and route) is debug detail, not news; and a
+ * failed start is reported by `main`, so Nest's own report of it would say it twice.
+ */
+const QUIET_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory', 'NestApplication', 'ExceptionHandler']);
+
+/** Routes Nest's own log calls (`message, ...params, context`) to pino. */
+export class NestLoggerAdapter implements LoggerService {
+  constructor(private readonly logger: Logger) {}
+
+  private write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]): void {
+    const context = typeof params.at(-1) === 'string' ? (params.pop() as string) : undefined;
+    const stack = typeof params[0] === 'string' ? params[0] : undefined;
+    const effective = context && QUIET_CONTEXTS.has(context) && (level === 'info' || level === 'error') ? 'debug' : level;
+    const fields = { context, ...(stack ? { stack } : {}) };
+    if (message instanceof Error) this.logger[effective]({ ...fields, err: message }, message.message);
+    else this.logger[effective](fields, typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+}

@@ -1,0 +1,79 @@
+import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
+import type { FilterCondition, ListQuery } from './list-query.js';
+
+/** One page of a list and the number of items matching its filters. */
+export interface ListPage<T> {
+  readonly items: T[];
+  readonly totalCount: number;
+}
+
+function likePattern(value: string, operator: 'CO' | 'SW' | 'ST'): string {
+  const escaped = value.replace(/[\\%_]/g, (c) => `\\${c}`);
+  return operator === 'CO' ? `%${escaped}%` : `${escaped}%`;
+}
+
+function presence(condition: FilterCondition, present: boolean): string {
+  const column = condition.spec.column;
+  switch (condition.spec.type) {
+    case 'string':
+      return present ? `(${column} IS NOT NULL AND ${column} <> '')` : `(${column} IS NULL OR ${column} = '')`;
+    case 'string[]':
+      return present ? `cardinality(${column}) > 0` : `(${column} IS NULL OR cardinality(${column}) = 0)`;
+    default:
+      return present ? `${column} IS NOT NULL` : `${column} IS NULL`;
+  }
+}
+
+/** The SQL of one condition, its value bound as `:name`. */
+function conditionSql(condition: FilterCondition, name: string): { sql: string; value?: unknown } {
+  const { column } = condition.spec;
+  const { operator, value } = condition;
+  switch (operator) {
+    case 'EQ':
+      return { sql: `${column} = :${name}`, value };
+    case 'IN':
+      return { sql: `${column} = ANY(:${name})`, value };
+    case 'CO':
+    case 'SW':
+    case 'ST':
+      return { sql: `${column} ILIKE :${name} ESCAPE '\\'`, value: likePattern(value as string, operator) };
+    case 'PR':
+      return { sql: presence(condition, value as boolean) };
+    case 'LT':
+      return { sql: `${column} < CAST(:${name} AS timestamptz)`, value };
+    case 'GT':
+      return { sql: `${column} > CAST(:${name} AS timestamptz)`, value };
+    case 'ALL':
+      return { sql: `${column} @> CAST(:${name} AS text[])`, value };
+    case 'ANY':
+      return { sql: `${column} && CAST(:${name} AS text[])`, value };
+  }
+}
+
+/** Adds the filters of a list query to a query builder; every value is a bound parameter. */
+export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: readonly FilterCondition[]): Q {
+  filters.forEach((condition, index) => {
+    const name = `filter_${index}`;
+    const { sql, value } = conditionSql(condition, name);
+    qb.andWhere(sql, value === undefined ? {} : { [name]: value });
+  });
+  return qb;
+}
+
+/**
+ * Runs a list query over a query builder that selects the entity (and holds any scoping `where`
+ * of its own): the filtered count and the sorted page, in parallel.
+ */
+export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<ListPage<T>> {
+  whereFilters(qb, query.filters);
+  const direction = query.sort.descending ? 'DESC' : 'ASC';
+  const counting = qb.clone().select('COUNT(*)', 'count').getRawOne<{ count: string }>();
+  const paging = qb
+    .orderBy(query.sort.column, direction)
+    .addOrderBy(query.sort.tieBreaker, direction)
+    .offset(query.offset)
+    .limit(query.limit)
+    .getMany();
+  const [count, items] = await Promise.all([counting, paging]);
+  return { items, totalCount: Number(count?.count ?? 0) };
+}

@@ -1,0 +1,242 @@
+import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
+import { parseProjection, type Projection } from './projection.js';
+import { firstValue, isUuid, listValues, parseDateTime, Rejection, type RawQuery } from './query-values.js';
+
+export const FILTER_OPERATORS = ['EQ', 'IN', 'CO', 'SW', 'ST', 'PR', 'LT', 'GT', 'ALL', 'ANY'] as const;
+export type FilterOperator = (typeof FILTER_OPERATORS)[number];
+
+/**
+ * The value type of a filterable field: a string, a UUID, a boolean, a date-time, an array of
+ * strings, or one of an enumeration (given as its values).
+ */
+export type FilterFieldType = 'string' | 'uuid' | 'boolean' | 'datetime' | 'string[]' | readonly string[];
+
+/** Operators that make sense for each kind of field; a spec outside these is a programming error. */
+const OPERATORS_BY_KIND: Record<string, readonly FilterOperator[]> = {
+  string: ['EQ', 'IN', 'CO', 'SW', 'ST', 'PR'],
+  uuid: ['EQ', 'IN', 'PR'],
+  boolean: ['EQ'],
+  datetime: ['LT', 'GT', 'PR'],
+  'string[]': ['ALL', 'ANY', 'PR'],
+  enum: ['EQ', 'IN'],
+};
+
+export interface FilterFieldSpec {
+  /** SQL expression over the list query's alias, e.g. `namespace.name`. */
+  readonly column: string;
+  readonly type: FilterFieldType;
+  readonly operators: readonly FilterOperator[];
+}
+
+/**
+ * Everything a list operation accepts, declared once: it drives parsing, the SQL and the OpenAPI
+ * parameters of the operation.
+ */
+export interface ListQuerySpec {
+  readonly filters: Readonly<Record<string, FilterFieldSpec>>;
+  /** Sort key (as the API spells it) to SQL expression. */
+  readonly sorts: Readonly<Record<string, string>>;
+  readonly defaultSort: string;
+  /** Unique column appended to every sort so that pages never overlap or skip. */
+  readonly tieBreaker: string;
+  /** Field names accepted by `fields`/`excludeFields`; absent means no projection. */
+  readonly projection?: readonly string[];
+}
+
+export type FilterValue = string | boolean | readonly string[];
+
+export interface FilterCondition {
+  readonly field: string;
+  readonly operator: FilterOperator;
+  readonly spec: FilterFieldSpec;
+  readonly value: FilterValue;
+}
+
+export interface SortOrder {
+  readonly key: string;
+  readonly column: string;
+  readonly descending: boolean;
+  readonly tieBreaker: string;
+}
+
+export interface ListQuery {
+  readonly filters: readonly FilterCondition[];
+  readonly offset: number;
+  readonly limit: number;
+  readonly sort: SortOrder;
+  readonly projection?: Projection;
+}
+
+export const DEFAULT_PAGE_LIMIT = 100;
+export const MAX_PAGE_LIMIT = 1000;
+const MAX_OFFSET = 2_147_483_647;
+const MAX_LIST_VALUES = 1000;
+const MAX_STRING_LENGTH = 1024;
+const FILTER_PARAMETER = /^filter\[([^\][]+)\]\[([^\][]+)\]$/;
+
+function kindOf(type: FilterFieldType): string {
+  return typeof type === 'string' ? type : 'enum';
+}
+
+/** Checks a spec once, at module load, so that a typo in an allowlist fails fast. */
+export function defineListQuery<T extends ListQuerySpec>(spec: T): T {
+  for (const [field, filter] of Object.entries(spec.filters)) {
+    const allowed = OPERATORS_BY_KIND[kindOf(filter.type)];
+    const wrong = filter.operators.filter((op) => !allowed.includes(op));
+    if (wrong.length > 0) throw new Error(`List filter ${field}: operators ${wrong.join(', ')} do not fit its type`);
+  }
+  const sortKey = spec.defaultSort.replace(/^-/, '');
+  if (!(sortKey in spec.sorts)) throw new Error(`Default sort ${spec.defaultSort} is not an allowed sort`);
+  return spec;
+}
+
+function describeType(type: FilterFieldType): string {
+  if (typeof type !== 'string') return `one of ${type.join(', ')}`;
+  return { string: 'a string', uuid: 'a UUID', boolean: 'true or false', datetime: 'an ISO 8601 date-time', 'string[]': 'a string' }[type];
+}
+
+/** Parses one scalar value of a field's type. */
+function parseScalar(type: FilterFieldType, raw: string): string | boolean | Rejection {
+  if (raw.length > MAX_STRING_LENGTH) return new Rejection(`must be at most ${MAX_STRING_LENGTH} characters`);
+  if (typeof type !== 'string') return type.includes(raw) ? raw : new Rejection(`must be ${describeType(type)}`);
+  switch (type) {
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : new Rejection('must be true or false');
+    case 'uuid':
+      return isUuid(raw) ? raw.toLowerCase() : new Rejection('must be a UUID');
+    case 'datetime':
+      return parseDateTime(raw) ?? new Rejection('must be an ISO 8601 date-time with a time zone, e.g. 2026-11-22T10:15:30.123Z');
+    default:
+      return raw;
+  }
+}
+
+function parseFilterValue(spec: FilterFieldSpec, operator: FilterOperator, raw: string | readonly string[]): FilterValue | Rejection {
+  switch (operator) {
+    case 'IN':
+    case 'ALL':
+    case 'ANY': {
+      const values = listValues(raw);
+      if (values.length === 0) return new Rejection('needs at least one value');
+      if (values.length > MAX_LIST_VALUES) return new Rejection(`takes at most ${MAX_LIST_VALUES} values`);
+      const itemType = spec.type === 'string[]' ? 'string' : spec.type;
+      const parsed: string[] = [];
+      for (const value of values) {
+        const item = parseScalar(itemType, value);
+        if (item instanceof Rejection) return new Rejection(`value "${value}" ${item.message}`);
+        parsed.push(String(item));
+      }
+      return parsed;
+    }
+    case 'PR':
+      return parseScalar('boolean', firstValue(raw));
+    case 'LT':
+    case 'GT':
+      return parseScalar('datetime', firstValue(raw));
+    case 'CO':
+    case 'SW':
+    case 'ST': {
+      const value = firstValue(raw);
+      return value === '' ? new Rejection('must not be empty') : parseScalar('string', value);
+    }
+    case 'EQ':
+      return parseScalar(spec.type, firstValue(raw));
+  }
+}
+
+const isList = (operator: FilterOperator) => operator === 'IN' || operator === 'ALL' || operator === 'ANY';
+
+function parseFilter(spec: ListQuerySpec, parameter: string, raw: string | readonly string[], errors: FieldError[]): FilterCondition | undefined {
+  const [, field, operator] = FILTER_PARAMETER.exec(parameter) ?? [];
+  const fieldSpec = field !== undefined && Object.hasOwn(spec.filters, field) ? spec.filters[field] : undefined;
+  if (!fieldSpec) {
+    const allowed = Object.keys(spec.filters);
+    const message = field === undefined
+      ? 'must be shaped filter[<field>][<operator>]'
+      : allowed.length
+        ? `names an unknown field "${field}"; this operation filters on ${allowed.join(', ')}`
+        : 'is not accepted: this operation takes no filters';
+    errors.push({ path: parameter, message });
+    return undefined;
+  }
+  if (!(fieldSpec.operators as readonly string[]).includes(operator)) {
+    errors.push({ path: parameter, message: `uses operator "${operator}", which ${field} does not take; use ${fieldSpec.operators.join(', ')}` });
+    return undefined;
+  }
+  const op = operator as FilterOperator;
+  if (Array.isArray(raw) && !isList(op)) {
+    errors.push({ path: parameter, message: 'is given more than once' });
+    return undefined;
+  }
+  const value = parseFilterValue(fieldSpec, op, raw);
+  if (value instanceof Rejection) {
+    errors.push({ path: parameter, message: value.message });
+    return undefined;
+  }
+  return { field, operator: op, spec: fieldSpec, value };
+}
+
+function parseInteger(raw: string | readonly string[] | undefined, parameter: string, min: number, max: number, errors: FieldError[]): number | undefined {
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) {
+    errors.push({ path: parameter, message: 'is given more than once' });
+    return undefined;
+  }
+  const value = /^\d{1,10}$/.test(raw as string) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) {
+    errors.push({ path: parameter, message: `must be an integer from ${min} to ${max}` });
+    return undefined;
+  }
+  return value;
+}
+
+function parseSort(spec: ListQuerySpec, raw: string | readonly string[] | undefined, errors: FieldError[]): SortOrder {
+  const fallback = () => {
+    const key = spec.defaultSort.replace(/^-/, '');
+    return { key, column: spec.sorts[key], descending: spec.defaultSort.startsWith('-'), tieBreaker: spec.tieBreaker };
+  };
+  if (raw === undefined) return fallback();
+  const allowed = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
+  if (Array.isArray(raw) || (raw as string).includes(',')) {
+    errors.push({ path: 'sort', message: `takes one value: ${allowed.join(', ')}` });
+    return fallback();
+  }
+  const value = raw as string;
+  const key = value.replace(/^-/, '');
+  if (!Object.hasOwn(spec.sorts, key)) {
+    errors.push({ path: 'sort', message: `must be one of ${allowed.join(', ')}` });
+    return fallback();
+  }
+  return { key, column: spec.sorts[key], descending: value.startsWith('-'), tieBreaker: spec.tieBreaker };
+}
+
+/**
+ * Turns a request's query string (as Fastify parses it: flat keys, repeated keys as arrays) into a
+ * typed list query. Every unknown parameter, field or operator and every malformed value is
+ * reported at once, each naming its parameter, in one {@link InvalidInputError}.
+ */
+export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
+  const errors: FieldError[] = [];
+  const filters: FilterCondition[] = [];
+  for (const [parameter, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    if (parameter.startsWith('filter[') || parameter === 'filter') {
+      const condition = parseFilter(spec, parameter, value, errors);
+      if (condition) filters.push(condition);
+    } else if (!['page[offset]', 'page[limit]', 'sort', 'fields', 'excludeFields'].includes(parameter)) {
+      errors.push({ path: parameter, message: 'is not a parameter of this operation' });
+    }
+  }
+  const offset = parseInteger(raw['page[offset]'], 'page[offset]', 0, MAX_OFFSET, errors) ?? 0;
+  const limit = parseInteger(raw['page[limit]'], 'page[limit]', 1, MAX_PAGE_LIMIT, errors) ?? DEFAULT_PAGE_LIMIT;
+  const sort = parseSort(spec, raw.sort, errors);
+  const projection = parseProjection(spec.projection, raw, errors);
+  if (errors.length > 0) throw invalidQuery(errors);
+  return { filters, offset, limit, sort, projection };
+}
+
+/** The error for bad query parameters: the detail lists them all. */
+export function invalidQuery(errors: readonly FieldError[]): InvalidInputError {
+  const detail = errors.map((e) => `${e.path} ${e.message}`).join('; ');
+  return new InvalidInputError(`Invalid query parameter${errors.length > 1 ? 's' : ''}: ${detail}`, errors);
+}

@@ -1,0 +1,86 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { isUniqueViolation } from '../common/database/postgres-errors.js';
+import { ConflictError } from '../common/errors/hub-errors.js';
+import { fetchListPage, type ListPage } from '../common/query/list-page.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { isUuid } from '../common/query/query-values.js';
+import { Namespace } from './entities/namespace.entity.js';
+
+/** The client-settable state of a namespace. */
+export interface NamespaceChanges {
+  readonly name: string;
+  readonly description: string | null;
+  readonly isDefault: boolean;
+}
+
+async function lockById(manager: EntityManager, id: string): Promise<Namespace | null> {
+  if (!isUuid(id)) return null;
+  return manager.getRepository(Namespace).createQueryBuilder('namespace').setLock('pessimistic_write').where('namespace.id = :id', { id }).getOne();
+}
+
+/** Only one namespace is the default: the previous one gives the flag up in the same transaction. */
+async function clearDefault(manager: EntityManager): Promise<void> {
+  await manager.createQueryBuilder().update(Namespace).set({ isDefault: false }).where('is_default').execute();
+}
+
+function conflictOf(error: unknown, name: string | undefined): unknown {
+  if (isUniqueViolation(error, 'namespaces_name_lower_key')) return new ConflictError(`A namespace named '${name}' already exists (names are compared ignoring case)`);
+  if (isUniqueViolation(error, 'namespaces_one_default_key')) return new ConflictError('Another request changed the default namespace at the same time; retry');
+  return error;
+}
+
+@Injectable()
+export class NamespacesRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  list(query: ListQuery): Promise<ListPage<Namespace>> {
+    return fetchListPage(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), query);
+  }
+
+  findById(id: string): Promise<Namespace | null> {
+    return isUuid(id) ? this.dataSource.getRepository(Namespace).findOneBy({ id }) : Promise.resolve(null);
+  }
+
+  async insert(changes: NamespaceChanges): Promise<Namespace> {
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        if (changes.isDefault) await clearDefault(manager);
+        return manager.save(manager.create(Namespace, changes));
+      });
+    } catch (error) {
+      throw conflictOf(error, changes.name);
+    }
+  }
+
+  /**
+   * Changes a namespace under a row lock: `decide` sees the current state (to check `If-Match`, to
+   * apply a patch) and returns the new one. Null when there is no such namespace.
+   */
+  async update(id: string, decide: (current: Namespace) => Promise<NamespaceChanges> | NamespaceChanges): Promise<Namespace | null> {
+    let name: string | undefined;
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        const current = await lockById(manager, id);
+        if (!current) return null;
+        const changes = await decide(current);
+        name = changes.name;
+        if (changes.isDefault && !current.isDefault) await clearDefault(manager);
+        return manager.save(Object.assign(current, changes));
+      });
+    } catch (error) {
+      throw conflictOf(error, name);
+    }
+  }
+
+  /** Deletes a namespace under a row lock once `check` (If-Match, what it still holds) passes. */
+  delete(id: string, check: (current: Namespace, manager: EntityManager) => Promise<void>): Promise<Namespace | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const current = await lockById(manager, id);
+      if (!current) return null;
+      await check(current, manager);
+      await manager.delete(Namespace, { id });
+      return current;
+    });
+  }
+}

@@ -1,0 +1,94 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { ConflictError, NotFoundError } from '../common/errors/hub-errors.js';
+import type { Caller } from '../common/http/caller.js';
+import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
+import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
+import { message, type MessageDto } from '../common/http/message.dto.js';
+import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { validateInput } from '../common/validation/validate-input.js';
+import { NamespaceInputDto, toNamespaceResponse, type NamespaceDto } from './dto/namespace.dto.js';
+import type { Namespace } from './entities/namespace.entity.js';
+import { NamespacesRepository, type NamespaceChanges } from './namespaces.repository.js';
+
+/**
+ * How an area tells that a namespace still holds its entities. Checks run in the deleting
+ * transaction, after the namespace row is locked.
+ */
+export interface NamespaceUsageCheck {
+  /** What is counted, plural: "auth domains". */
+  readonly holds: string;
+  count(namespaceId: string, manager: EntityManager): Promise<number>;
+}
+
+function changesFrom(input: NamespaceInputDto): NamespaceChanges {
+  return { name: input.name, description: input.description ?? null, isDefault: input.isDefault ?? false };
+}
+
+function versioned(namespace: Namespace): Versioned<NamespaceDto> {
+  return new Versioned(toNamespaceResponse(namespace), namespace.version);
+}
+
+function notFound(id: string): NotFoundError {
+  return new NotFoundError(`Namespace ${id} not found`);
+}
+
+@Injectable()
+export class NamespacesService {
+  private readonly usageChecks: NamespaceUsageCheck[] = [];
+
+  constructor(private readonly namespaces: NamespacesRepository) {}
+
+  /** Called by each area whose entities live in namespaces, so that a namespace in use is not deleted. */
+  registerUsageCheck(check: NamespaceUsageCheck): void {
+    this.usageChecks.push(check);
+  }
+
+  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<NamespaceDto>> {
+    return toListEnvelope(await this.namespaces.list(query), query, toNamespaceResponse);
+  }
+
+  async create(_caller: Caller, input: NamespaceInputDto): Promise<Versioned<NamespaceDto>> {
+    return versioned(await this.namespaces.insert(changesFrom(input)));
+  }
+
+  async get(_caller: Caller, id: string): Promise<Versioned<NamespaceDto>> {
+    const namespace = await this.namespaces.findById(id);
+    if (!namespace) throw notFound(id);
+    return versioned(namespace);
+  }
+
+  async replace(_caller: Caller, id: string, input: NamespaceInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<NamespaceDto>> {
+    const updated = await this.namespaces.update(id, (current) => {
+      requireIfMatch(ifMatch, current.version);
+      return changesFrom(input);
+    });
+    if (!updated) throw notFound(id);
+    return versioned(updated);
+  }
+
+  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<NamespaceDto>> {
+    const updated = await this.namespaces.update(id, async (current) => {
+      requireIfMatch(ifMatch, current.version);
+      return changesFrom(await validateInput(NamespaceInputDto, applyJsonPatch(toNamespaceResponse(current), patch)));
+    });
+    if (!updated) throw notFound(id);
+    return versioned(updated);
+  }
+
+  async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
+    const deleted = await this.namespaces.delete(id, async (current, manager) => {
+      requireIfMatch(ifMatch, current.version);
+      await this.refuseIfInUse(current, manager);
+    });
+    if (!deleted) throw notFound(id);
+    return message(`Namespace '${deleted.name}' deleted`);
+  }
+
+  private async refuseIfInUse(namespace: Namespace, manager: EntityManager): Promise<void> {
+    const counts = await Promise.all(this.usageChecks.map(async (check) => ({ holds: check.holds, count: await check.count(namespace.id, manager) })));
+    const held = counts.filter(({ count }) => count > 0).map(({ holds, count }) => `${count} ${holds}`);
+    if (held.length > 0) throw new ConflictError(`Namespace '${namespace.name}' still holds ${held.join(', ')}; delete or move them first`);
+  }
+}
