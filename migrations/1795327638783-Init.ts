@@ -23,7 +23,9 @@ export class Init1795327638783 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "namespaces_modified_idx" ON "namespaces" ("modified", "id")`);
     await queryRunner.query(`CREATE INDEX "namespaces_created_idx" ON "namespaces" ("created", "id")`);
 
-    await queryRunner.query(`INSERT INTO "namespaces" ("name", "description", "is_default", "version") VALUES ('default', 'The namespace of a fresh hub', true, 1)`);
+    await queryRunner.query(
+      `INSERT INTO "namespaces" ("name", "description", "is_default", "version") VALUES ('default', 'The namespace of a fresh hub', true, 1)`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

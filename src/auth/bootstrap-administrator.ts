@@ -31,6 +31,9 @@ export class BootstrapAdministrator implements OnApplicationBootstrap {
     const created = await this.users.insertIfAbsent({ userName, displayName: 'Administrator', system: true, passwordHash: await this.hasher.hash(password) });
     if (!created) return;
     if (this.config.adminPassword) this.logger.info(`Created the bootstrap administrator "${userName}"`);
-    else this.logger.warn(`Created the bootstrap administrator "${userName}" with the generated password ${password} (shown only this once; change it after logging in)`);
+    else
+      this.logger.warn(
+        `Created the bootstrap administrator "${userName}" with the generated password ${password} (shown only this once; change it after logging in)`,
+      );
   }
 }

@@ -19,12 +19,26 @@ const DUPLICATE = "A namespace named 'analytics' already exists (names are compa
 export class NamespacesController {
   constructor(private readonly namespaces: NamespacesService) {}
 
-  @Route({ method: 'GET', summary: 'Query namespaces', access: { object: '/Namespaces', action: 'Read' }, list: NAMESPACE_LIST_QUERY, response: NamespaceListDto })
+  @Route({
+    method: 'GET',
+    summary: 'Query namespaces',
+    access: { object: '/Namespaces', action: 'Read' },
+    list: NAMESPACE_LIST_QUERY,
+    response: NamespaceListDto,
+  })
   queryNamespaces(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<NamespaceDto>> {
     return this.namespaces.query(caller, query);
   }
 
-  @Route({ method: 'POST', status: 201, summary: 'Create a namespace', access: { object: '/Namespaces', action: 'Create' }, response: NamespaceDto, etag: true, errors: { 409: DUPLICATE } })
+  @Route({
+    method: 'POST',
+    status: 201,
+    summary: 'Create a namespace',
+    access: { object: '/Namespaces', action: 'Create' },
+    response: NamespaceDto,
+    etag: true,
+    errors: { 409: DUPLICATE },
+  })
   createNamespace(@CurrentCaller() caller: Caller, @Body() body: NamespaceInputDto): Promise<Versioned<NamespaceDto>> {
     return this.namespaces.create(caller, body);
   }
@@ -34,13 +48,40 @@ export class NamespacesController {
     return this.namespaces.get(caller, id);
   }
 
-  @Route({ method: 'PUT', path: ':id', summary: 'Replace a namespace', access: { object: '/Namespaces/{id}', action: 'Update' }, response: NamespaceDto, etag: true, errors: { 409: DUPLICATE } })
-  replaceNamespace(@CurrentCaller() caller: Caller, @Param('id') id: string, @Body() body: NamespaceInputDto, @IfMatch() ifMatch: EntityTagCondition | undefined): Promise<Versioned<NamespaceDto>> {
+  @Route({
+    method: 'PUT',
+    path: ':id',
+    summary: 'Replace a namespace',
+    access: { object: '/Namespaces/{id}', action: 'Update' },
+    response: NamespaceDto,
+    etag: true,
+    errors: { 409: DUPLICATE },
+  })
+  replaceNamespace(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @Body() body: NamespaceInputDto,
+    @IfMatch() ifMatch: EntityTagCondition | undefined,
+  ): Promise<Versioned<NamespaceDto>> {
     return this.namespaces.replace(caller, id, body, ifMatch);
   }
 
-  @Route({ method: 'PATCH', path: ':id', summary: 'Patch a namespace', access: { object: '/Namespaces/{id}', action: 'Update' }, response: NamespaceDto, patch: true, etag: true, errors: { 409: DUPLICATE } })
-  patchNamespace(@CurrentCaller() caller: Caller, @Param('id') id: string, @PatchBody() patch: JsonPatch, @IfMatch() ifMatch: EntityTagCondition | undefined): Promise<Versioned<NamespaceDto>> {
+  @Route({
+    method: 'PATCH',
+    path: ':id',
+    summary: 'Patch a namespace',
+    access: { object: '/Namespaces/{id}', action: 'Update' },
+    response: NamespaceDto,
+    patch: true,
+    etag: true,
+    errors: { 409: DUPLICATE },
+  })
+  patchNamespace(
+    @CurrentCaller() caller: Caller,
+    @Param('id') id: string,
+    @PatchBody() patch: JsonPatch,
+    @IfMatch() ifMatch: EntityTagCondition | undefined,
+  ): Promise<Versioned<NamespaceDto>> {
     return this.namespaces.patch(caller, id, patch, ifMatch);
   }
 

@@ -25,7 +25,8 @@ async function clearDefault(manager: EntityManager): Promise<void> {
 }
 
 function conflictOf(error: unknown, name: string | undefined): unknown {
-  if (isUniqueViolation(error, 'namespaces_name_lower_key')) return new ConflictError(`A namespace named '${name}' already exists (names are compared ignoring case)`);
+  if (isUniqueViolation(error, 'namespaces_name_lower_key'))
+    return new ConflictError(`A namespace named '${name}' already exists (names are compared ignoring case)`);
   if (isUniqueViolation(error, 'namespaces_one_default_key')) return new ConflictError('Another request changed the default namespace at the same time; retry');
   return error;
 }

@@ -15,7 +15,14 @@ export class ObservabilityController {
     private readonly metrics: MetricsService,
   ) {}
 
-  @Route({ method: 'GET', path: 'health/live', summary: 'Liveness', description: 'Answers while the process serves HTTP.', access: { public: true }, response: HealthDto })
+  @Route({
+    method: 'GET',
+    path: 'health/live',
+    summary: 'Liveness',
+    description: 'Answers while the process serves HTTP.',
+    access: { public: true },
+    response: HealthDto,
+  })
   live(): HealthDto {
     return { status: 'ok' };
   }

@@ -1,19 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { plainToInstance, Type } from 'class-transformer';
-import {
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  Min,
-  MinLength,
-  registerDecorator,
-  validateSync,
-  type ValidationError,
-} from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, registerDecorator, validateSync, type ValidationError } from 'class-validator';
 import { StartupError } from '../errors/startup-error.js';
 
 export const CLUSTER_DRIVERS = ['local', 'slurm'] as const;
@@ -71,19 +59,32 @@ function IsPostgresUrl(): PropertyDecorator {
 
 /** The environment as the hub reads it; property names are the setting names. */
 class HubEnvironment {
-  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(65535)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 9090;
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   HOST = '0.0.0.0';
 
-  @IsOptional() @IsPostgresUrl()
+  @IsOptional()
+  @IsPostgresUrl()
   DATABASE_URL?: string;
 
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(1000)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   HUB_DB_POOL_SIZE = 10;
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   HUB_DATA_DIR = './.data';
 
   @IsOptional()
@@ -92,22 +93,34 @@ class HubEnvironment {
   })
   HUB_ADMIN_USER = 'admin';
 
-  @IsOptional() @IsString() @MinLength(8)
+  @IsOptional()
+  @IsString()
+  @MinLength(8)
   HUB_ADMIN_PASSWORD?: string;
 
-  @IsOptional() @IsString() @MinLength(32)
+  @IsOptional()
+  @IsString()
+  @MinLength(32)
   HUB_JWT_SECRET?: string;
 
-  @IsOptional() @Type(() => Number) @IsInt() @Min(60) @Max(30 * 24 * 3600)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(60)
+  @Max(30 * 24 * 3600)
   HUB_TOKEN_TTL = 3600;
 
-  @IsOptional() @IsIn(CLUSTER_DRIVERS)
+  @IsOptional()
+  @IsIn(CLUSTER_DRIVERS)
   HUB_CLUSTER_DRIVER: ClusterDriverName = 'local';
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   HUB_SHARED_DIR?: string;
 
-  @IsOptional() @IsIn(LOG_LEVELS)
+  @IsOptional()
+  @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
 

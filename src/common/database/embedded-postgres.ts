@@ -69,10 +69,14 @@ function serverAccount(logger: Logger): ServerAccount | undefined {
     logger.info(`Creating the system user "${ACCOUNT_NAME}" to run the embedded PostgreSQL server, which refuses to run as root`);
   }
   try {
-    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ACCOUNT_NAME], { stdio: 'pipe' });
+    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ACCOUNT_NAME], {
+      stdio: 'pipe',
+    });
     return lookUp();
   } catch (error) {
-    throw new StartupError(`The hub runs as root and PostgreSQL cannot; creating the user "${ACCOUNT_NAME}" failed (${(error as Error).message.trim()}). Create it, run the hub as another user, or set DATABASE_URL.`);
+    throw new StartupError(
+      `The hub runs as root and PostgreSQL cannot; creating the user "${ACCOUNT_NAME}" failed (${(error as Error).message.trim()}). Create it, run the hub as another user, or set DATABASE_URL.`,
+    );
   }
 }
 
@@ -103,7 +107,20 @@ async function initialise(binaries: PostgresBinaries, pgData: string, password: 
   try {
     await runTool(
       binaries.initdb,
-      ['-D', pgData, '-U', SUPERUSER, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8', '--no-instructions'],
+      [
+        '-D',
+        pgData,
+        '-U',
+        SUPERUSER,
+        `--pwfile=${passwordFile}`,
+        '--auth=scram-sha-256',
+        '-E',
+        'UTF8',
+        '--locale=C',
+        '--locale-provider=builtin',
+        '--builtin-locale=C.UTF-8',
+        '--no-instructions',
+      ],
       account,
     );
   } catch (error) {
@@ -227,7 +244,13 @@ export class EmbeddedPostgres {
       const args = ['-D', pgData, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
       // Its own process group, so that a Ctrl-C meant for the hub does not stop the database
       // under requests the hub is still finishing.
-      const server = spawn(binaries.postgres, args, { uid: account?.uid, gid: account?.gid, env: serverEnvironment(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const server = spawn(binaries.postgres, args, {
+        uid: account?.uid,
+        gid: account?.gid,
+        env: serverEnvironment(),
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const recent: string[] = [];
       for (const stream of [server.stdout, server.stderr]) {
         createInterface({ input: stream }).on('line', (line) => {
@@ -267,7 +290,8 @@ export class EmbeddedPostgres {
       } catch {
         await client.end().catch(() => undefined);
       }
-      if (Date.now() > deadline) throw new StartupError(`The embedded PostgreSQL server did not accept connections within ${START_TIMEOUT_MS / 1000} s:\n${output()}`);
+      if (Date.now() > deadline)
+        throw new StartupError(`The embedded PostgreSQL server did not accept connections within ${START_TIMEOUT_MS / 1000} s:\n${output()}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }

@@ -22,7 +22,10 @@ export class ProblemDetailsDto {
   @ApiProperty({ description: 'What went wrong, for people', example: 'Invalid request body: name must be 1-64 letters, digits, "_" or "-"' })
   detail!: string;
 
-  @ApiProperty({ description: 'The same text as `detail`, for clients of the product family', example: 'Invalid request body: name must be 1-64 letters, digits, "_" or "-"' })
+  @ApiProperty({
+    description: 'The same text as `detail`, for clients of the product family',
+    example: 'Invalid request body: name must be 1-64 letters, digits, "_" or "-"',
+  })
   msg!: string;
 
   @ApiPropertyOptional({ type: [FieldErrorDto], description: 'One entry per invalid input (validation errors only)' })

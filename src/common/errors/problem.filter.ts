@@ -41,12 +41,14 @@ function fastifyDetail(error: FastifyError, request: FastifyRequest): string {
 }
 
 /** PostgreSQL errors that bad input or a race can cause; anything else is the hub's fault. */
-function databaseProblem(error: QueryFailedError): Problem | undefined {
-  const code = (error.driverError as { code?: string } | undefined)?.code ?? '';
+function databaseProblem(driverError: unknown): Problem | undefined {
+  const code = (driverError as { code?: string } | undefined)?.code ?? '';
   if (code === '23505') return { status: 409, detail: 'The request conflicts with an existing resource' };
   if (code === '23503') return { status: 409, detail: 'The request refers to a resource that does not exist or is still referred to' };
-  if (['22P02', '22003', '22007', '22008', '22001', '22023'].includes(code)) return { status: 400, detail: 'A value in the request is out of range or malformed' };
-  if (code === '40001' || code === '40P01') return { status: 503, detail: 'The request collided with a concurrent one; retry it', headers: { 'retry-after': '1' } };
+  if (['22P02', '22003', '22007', '22008', '22001', '22023'].includes(code))
+    return { status: 400, detail: 'A value in the request is out of range or malformed' };
+  if (code === '40001' || code === '40P01')
+    return { status: 503, detail: 'The request collided with a concurrent one; retry it', headers: { 'retry-after': '1' } };
   return undefined;
 }
 
@@ -62,7 +64,7 @@ function toProblem(exception: unknown, request: FastifyRequest): Problem | undef
     return status < 500 ? { status, detail: exception.message } : undefined;
   }
   if (isFastifyError(exception)) return { status: exception.statusCode, detail: fastifyDetail(exception, request) };
-  if (exception instanceof QueryFailedError) return databaseProblem(exception);
+  if (exception instanceof QueryFailedError) return databaseProblem((exception as QueryFailedError<Error>).driverError);
   return undefined;
 }
 

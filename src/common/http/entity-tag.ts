@@ -26,7 +26,10 @@ export interface EntityTagCondition {
 
 export function parseEntityTags(header: string | undefined): EntityTagCondition | undefined {
   if (header === undefined) return undefined;
-  const items = header.split(',').map((item) => item.trim()).filter(Boolean);
+  const items = header
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
   return {
     any: items.includes('*'),
     // Unquoted tags are accepted too, as curl users often send them so.

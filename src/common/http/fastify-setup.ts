@@ -31,7 +31,11 @@ export function fastifyOptions(logger: Logger): FastifyServerOptions {
  * and the metrics. Also teaches Fastify the JSON Patch media type.
  */
 export function installHttpHooks(fastify: FastifyInstance, metrics: MetricsService): void {
-  fastify.addContentTypeParser('application/json-patch+json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, fastify.getDefaultJsonParser('error', 'error'));
+  fastify.addContentTypeParser(
+    'application/json-patch+json',
+    { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES },
+    fastify.getDefaultJsonParser('error', 'error'),
+  );
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
     done();
@@ -40,7 +44,14 @@ export function installHttpHooks(fastify: FastifyInstance, metrics: MetricsServi
     const route = request.routeOptions.url ?? 'unmatched';
     const seconds = reply.elapsedTime / 1000;
     metrics.observeRequest(request.method, route, reply.statusCode, seconds);
-    const fields = { method: request.method, url: request.url, route, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime * 10) / 10, userId: request.caller?.userId };
+    const fields = {
+      method: request.method,
+      url: request.url,
+      route,
+      statusCode: reply.statusCode,
+      durationMs: Math.round(reply.elapsedTime * 10) / 10,
+      userId: request.caller?.userId,
+    };
     if (reply.statusCode >= 500) request.log.error(fields, 'request');
     else request.log.info(fields, 'request');
     done();

@@ -17,8 +17,9 @@ function resourceId(body: unknown): string | undefined {
 export class ReplyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
-      map((result: unknown) => {
-        if (!(result instanceof Versioned)) return result;
+      map((value: unknown) => {
+        if (!(value instanceof Versioned)) return value;
+        const result = value as Versioned<unknown>;
         const request = context.switchToHttp().getRequest<FastifyRequest>();
         const reply = context.switchToHttp().getResponse<FastifyReply>();
         void reply.header('etag', entityTag(result.version));

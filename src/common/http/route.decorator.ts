@@ -85,7 +85,8 @@ function problem(status: number, detail: string): MethodDecorator {
 }
 
 function valueSchema(spec: FilterFieldSpec, operator: FilterOperator): SchemaObject {
-  const item: SchemaObject = typeof spec.type !== 'string' ? { type: 'string', enum: [...spec.type] } : spec.type === 'uuid' ? { type: 'string', format: 'uuid' } : { type: 'string' };
+  const item: SchemaObject =
+    typeof spec.type !== 'string' ? { type: 'string', enum: [...spec.type] } : spec.type === 'uuid' ? { type: 'string', format: 'uuid' } : { type: 'string' };
   switch (operator) {
     case 'IN':
     case 'ALL':
@@ -125,15 +126,30 @@ function projectionParameters(fields: readonly string[]): MethodDecorator[] {
 function listParameters(spec: ListQuerySpec): MethodDecorator[] {
   const filters = Object.entries(spec.filters).flatMap(([field, filter]) =>
     filter.operators.map((operator) =>
-      ApiQuery({ name: `filter[${field}][${operator}]`, required: false, schema: valueSchema(filter, operator), description: `${field} ${OPERATOR_MEANINGS[operator]}` }),
+      ApiQuery({
+        name: `filter[${field}][${operator}]`,
+        required: false,
+        schema: valueSchema(filter, operator),
+        description: `${field} ${OPERATOR_MEANINGS[operator]}`,
+      }),
     ),
   );
   const sorts = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
   return [
     ...filters,
     ApiQuery({ name: 'page[offset]', required: false, schema: { type: 'integer', minimum: 0, default: 0 }, description: 'Items to skip' }),
-    ApiQuery({ name: 'page[limit]', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT }, description: 'Items per page' }),
-    ApiQuery({ name: 'sort', required: false, schema: { type: 'string', enum: sorts, default: spec.defaultSort }, description: 'Sort key; a leading - reverses the order' }),
+    ApiQuery({
+      name: 'page[limit]',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
+      description: 'Items per page',
+    }),
+    ApiQuery({
+      name: 'sort',
+      required: false,
+      schema: { type: 'string', enum: sorts, default: spec.defaultSort },
+      description: 'Sort key; a leading - reverses the order',
+    }),
     ...(spec.projection ? projectionParameters(spec.projection) : []),
   ];
 }
@@ -166,7 +182,10 @@ function bodyDecorators(options: RouteOptions): MethodDecorator[] {
       required: ['op', 'path'],
       properties: { op: { type: 'string', enum: [...PATCH_OPERATIONS] }, path: { type: 'string', example: '/description' }, value: {} },
     };
-    return [ApiConsumes('application/json-patch+json', 'application/json'), ApiBody({ schema: { type: 'array', items: operation }, description: 'RFC 6902 JSON Patch' })];
+    return [
+      ApiConsumes('application/json-patch+json', 'application/json'),
+      ApiBody({ schema: { type: 'array', items: operation }, description: 'RFC 6902 JSON Patch' }),
+    ];
   }
   return options.consumes ? [ApiConsumes(...options.consumes)] : [];
 }

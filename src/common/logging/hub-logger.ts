@@ -4,12 +4,7 @@ import type { LogLevel } from '../config/hub-config.js';
 
 /** Fields never written to a log line, wherever they appear in the first two levels. */
 const SECRET_FIELDS = ['authorization', 'cookie', 'password', 'currentPassword', 'newPassword', 'token', 'accessToken', 'invitationToken', 'secret'];
-const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  ...SECRET_FIELDS,
-  ...SECRET_FIELDS.map((field) => `*.${field}`),
-];
+const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', ...SECRET_FIELDS, ...SECRET_FIELDS.map((field) => `*.${field}`)];
 
 /** The process's root logger: JSON lines with ISO timestamps and textual levels, secrets redacted. */
 export function createRootLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {

@@ -68,12 +68,7 @@ export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuil
   whereFilters(qb, query.filters);
   const direction = query.sort.descending ? 'DESC' : 'ASC';
   const counting = qb.clone().select('COUNT(*)', 'count').getRawOne<{ count: string }>();
-  const paging = qb
-    .orderBy(query.sort.column, direction)
-    .addOrderBy(query.sort.tieBreaker, direction)
-    .offset(query.offset)
-    .limit(query.limit)
-    .getMany();
+  const paging = qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction).offset(query.offset).limit(query.limit).getMany();
   const [count, items] = await Promise.all([counting, paging]);
   return { items, totalCount: Number(count?.count ?? 0) };
 }

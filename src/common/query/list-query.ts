@@ -151,11 +151,12 @@ function parseFilter(spec: ListQuerySpec, parameter: string, raw: string | reado
   const fieldSpec = field !== undefined && Object.hasOwn(spec.filters, field) ? spec.filters[field] : undefined;
   if (!fieldSpec) {
     const allowed = Object.keys(spec.filters);
-    const message = field === undefined
-      ? 'must be shaped filter[<field>][<operator>]'
-      : allowed.length
-        ? `names an unknown field "${field}"; this operation filters on ${allowed.join(', ')}`
-        : 'is not accepted: this operation takes no filters';
+    const message =
+      field === undefined
+        ? 'must be shaped filter[<field>][<operator>]'
+        : allowed.length
+          ? `names an unknown field "${field}"; this operation filters on ${allowed.join(', ')}`
+          : 'is not accepted: this operation takes no filters';
     errors.push({ path: parameter, message });
     return undefined;
   }

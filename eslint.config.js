@@ -1,0 +1,68 @@
+import { readdirSync } from 'node:fs';
+import eslint from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+/** The area folders of src/: every folder but common/. */
+const AREAS = readdirSync(new URL('./src', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && entry.name !== 'common')
+  .map((entry) => entry.name);
+
+/** An area reaches another through its exported service, never its repository or entities. */
+const areaBoundaries = AREAS.map((area) => ({
+  files: [`src/${area}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: AREAS.filter((other) => other !== area).map((other) => ({
+          regex: `(^|/)${other}/(entities/|[^/]+\\.repository\\.js$)`,
+          message: `Use the ${other} area's service: a module exports services, never repositories or entities.`,
+        })),
+      },
+    ],
+  },
+}));
+
+export default tseslint.config(
+  { ignores: ['dist/', 'coverage/', 'node_modules/', '.data/', 'bench/results/'] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ['*.js', '*.cjs'] }, tsconfigRootDir: import.meta.dirname },
+      globals: globals.node,
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-extraneous-class': 'off',
+      eqeqeq: ['error', 'always'],
+      'no-console': 'error',
+    },
+  },
+  ...areaBoundaries,
+  {
+    files: ['src/common/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: `(^|/)\\.\\./(${AREAS.join('|')})(/|$)`, message: 'common/ is what the areas stand on: it must not import them.' }] },
+      ],
+    },
+  },
+  {
+    files: ['test/**/*.ts', '**/*.spec.ts', 'bench/**/*.ts'],
+    rules: {
+      // Replies are parsed JSON: tests and benchmarks read fields off them freely.
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      'no-console': 'off',
+    },
+  },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
+);
