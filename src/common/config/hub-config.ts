@@ -57,7 +57,10 @@ function IsPostgresUrl(): PropertyDecorator {
     });
 }
 
-/** The environment as the hub reads it; property names are the setting names. */
+/**
+ * The environment as the hub reads it; property names are the setting names. Every property has
+ * an initializer, so that each is an own property of an instance: that is how SETTING_NAMES is read.
+ */
 class HubEnvironment {
   @IsOptional()
   @Type(() => Number)
@@ -73,7 +76,7 @@ class HubEnvironment {
 
   @IsOptional()
   @IsPostgresUrl()
-  DATABASE_URL?: string;
+  DATABASE_URL?: string = undefined;
 
   @IsOptional()
   @Type(() => Number)
@@ -96,12 +99,12 @@ class HubEnvironment {
   @IsOptional()
   @IsString()
   @MinLength(8)
-  HUB_ADMIN_PASSWORD?: string;
+  HUB_ADMIN_PASSWORD?: string = undefined;
 
   @IsOptional()
   @IsString()
   @MinLength(32)
-  HUB_JWT_SECRET?: string;
+  HUB_JWT_SECRET?: string = undefined;
 
   @IsOptional()
   @Type(() => Number)
@@ -117,7 +120,7 @@ class HubEnvironment {
   @IsOptional()
   @IsString()
   @MinLength(1)
-  HUB_SHARED_DIR?: string;
+  HUB_SHARED_DIR?: string = undefined;
 
   @IsOptional()
   @IsIn(LOG_LEVELS)
