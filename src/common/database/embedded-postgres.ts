@@ -1,7 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +93,18 @@ async function runTool(binary: string, args: string[], account: ServerAccount | 
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(output.trim() || `exit code ${code}`);
+}
+
+/**
+ * The server account must pass through the data directory to reach its own subdirectory: add
+ * traverse-only permission (not read) when the directory lacks it. Directories above are the
+ * operator's to open; the error on failure says so.
+ */
+function letAccountTraverse(dataDir: string, account: ServerAccount | undefined, logger: Logger): void {
+  const mode = statSync(dataDir).mode & 0o7777;
+  if (!account || mode & 0o001) return;
+  chmodSync(dataDir, mode | 0o001);
+  logger.info(`Allowed the user "${account.name}" to traverse ${dataDir} (mode ${(mode | 0o001).toString(8)})`);
 }
 
 async function initialise(binaries: PostgresBinaries, pgData: string, password: string, account: ServerAccount | undefined, logger: Logger): Promise<void> {
@@ -236,6 +248,7 @@ export class EmbeddedPostgres {
     try {
       const binaries = await loadBinaries();
       const account = serverAccount(logger);
+      letAccountTraverse(dataDir, account, logger);
       const password = readOrCreateSecretFile(join(dataDir, 'postgres.password'), 24);
       if (!existsSync(join(pgData, 'PG_VERSION'))) await initialise(binaries, pgData, password, account, logger);
       await stopOrphanedServer(pgData, logger);
