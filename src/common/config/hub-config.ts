@@ -1,3 +1,4 @@
+import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { plainToInstance, Type } from 'class-transformer';
@@ -136,14 +137,14 @@ function describe(error: ValidationError, env: Record<string, string | undefined
 }
 
 /**
- * Builds the configuration from an environment (normally `process.env`). Empty values count as
- * unset. Throws a {@link ConfigurationError} naming every bad setting.
+ * Builds the configuration from an environment (normally `process.env`). Values are trimmed, and
+ * empty ones count as unset. Throws a {@link ConfigurationError} naming every bad setting.
  */
 export function loadHubConfig(env: Record<string, string | undefined>, cwd = process.cwd()): HubConfig {
   const given: Record<string, string> = {};
   for (const name of SETTING_NAMES) {
-    const value = env[name];
-    if (value !== undefined && value !== '') given[name] = value;
+    const value = env[name]?.trim();
+    if (value) given[name] = value;
   }
   const settings = plainToInstance(HubEnvironment, given);
   const errors = validateSync(settings, { forbidUnknownValues: true });

@@ -15,7 +15,11 @@ export interface JsonPatchOperation {
 export type JsonPatch = readonly JsonPatchOperation[];
 
 const MAX_OPERATIONS = 1000;
-const POINTER = /^(\/([^~]|~[01])*)+$/;
+
+/** A JSON Pointer below the root: `/` segments, `~` only as `~0` or `~1`. Linear, so no regex backtracking. */
+function isFieldPointer(path: unknown): boolean {
+  return typeof path === 'string' && path.startsWith('/') && !/~(?![01])/.test(path);
+}
 
 function checkOperation(item: unknown, index: number): FieldError[] {
   const at = (field: string, message: string) => ({ path: `/${index}${field}`, message });
@@ -24,7 +28,7 @@ function checkOperation(item: unknown, index: number): FieldError[] {
   if (!PATCH_OPERATIONS.includes(item.op as PatchOperationName)) {
     errors.push(at('/op', `op must be one of ${PATCH_OPERATIONS.join(', ')}`));
   }
-  if (typeof item.path !== 'string' || !POINTER.test(item.path)) {
+  if (!isFieldPointer(item.path)) {
     errors.push(at('/path', 'path must be a JSON Pointer to a field, such as /description'));
   }
   if ((item.op === 'add' || item.op === 'replace') && !('value' in item)) {
@@ -56,10 +60,16 @@ function targetsServerOwnedField(operation: JsonPatchOperation): boolean {
 export function applyJsonPatch(document: object, patch: JsonPatch): Record<string, unknown> {
   const copy = structuredClone(document) as Record<string, unknown>;
   const operations = patch.filter((operation) => !targetsServerOwnedField(operation));
-  const results = applyPatch(copy, operations as Operation[]);
-  const failures = results.flatMap((error, index) =>
-    error ? [{ path: `/${patch.indexOf(operations[index])}`, message: `${operations[index].op} ${operations[index].path}: ${error.message}` }] : [],
-  );
+  const failures = operations.flatMap((operation) => {
+    let error: Error | null;
+    try {
+      [error] = applyPatch(copy, [operation as Operation]);
+    } catch (thrown) {
+      // rfc6902 throws, rather than returns, for some impossible targets (a field inside a string).
+      error = thrown as Error;
+    }
+    return error ? [{ path: `/${patch.indexOf(operation)}`, message: `${operation.op} ${operation.path}: ${error.message}` }] : [];
+  });
   if (failures.length > 0) throw new InvalidInputError(`The patch cannot be applied: ${failures.map((f) => f.message).join('; ')}`, failures);
   return copy;
 }

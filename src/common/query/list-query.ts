@@ -86,7 +86,7 @@ export function defineListQuery<T extends ListQuerySpec>(spec: T): T {
     if (wrong.length > 0) throw new Error(`List filter ${field}: operators ${wrong.join(', ')} do not fit its type`);
   }
   const sortKey = spec.defaultSort.replace(/^-/, '');
-  if (!(sortKey in spec.sorts)) throw new Error(`Default sort ${spec.defaultSort} is not an allowed sort`);
+  if (!Object.hasOwn(spec.sorts, sortKey)) throw new Error(`Default sort ${spec.defaultSort} is not an allowed sort`);
   return spec;
 }
 
@@ -98,6 +98,7 @@ function describeType(type: FilterFieldType): string {
 /** Parses one scalar value of a field's type. */
 function parseScalar(type: FilterFieldType, raw: string): string | boolean | Rejection {
   if (raw.length > MAX_STRING_LENGTH) return new Rejection(`must be at most ${MAX_STRING_LENGTH} characters`);
+  if (raw.includes('\0')) return new Rejection('must not contain NUL characters');
   if (typeof type !== 'string') return type.includes(raw) ? raw : new Rejection(`must be ${describeType(type)}`);
   switch (type) {
     case 'boolean':

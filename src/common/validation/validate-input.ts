@@ -6,10 +6,12 @@ function escapePointer(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
+/** One entry per invalid property (its messages joined), in the order of the properties. */
 function fieldErrors(errors: readonly ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const path = `${parent}/${escapePointer(error.property)}`;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({ path, message }));
+    const messages = Object.values(error.constraints ?? {});
+    const own = messages.length > 0 ? [{ path, message: messages.join('; ') }] : [];
     return [...own, ...fieldErrors(error.children ?? [], path)];
   });
 }
