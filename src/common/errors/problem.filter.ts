@@ -6,7 +6,7 @@ import { QueryFailedError } from 'typeorm';
 import { HubLogger } from '../logging/hub-logger.js';
 import { HubError, type FieldError } from './hub-errors.js';
 
-interface Problem {
+export interface Problem {
   readonly status: number;
   readonly detail: string;
   readonly errors?: readonly FieldError[];
@@ -33,8 +33,12 @@ function fastifyDetail(error: FastifyError, request: FastifyRequest): string {
       return `The request body is larger than the ${request.routeOptions.bodyLimit ?? 1_048_576} bytes allowed`;
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'The request body is empty; send a JSON document or no Content-Type';
-    case undefined:
-      return error instanceof SyntaxError ? `The request body is not valid JSON: ${error.message}` : error.message;
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'The request body is not valid JSON';
+    case 'FST_ERR_BAD_URL':
+      return 'The URL is malformed (a bad percent-encoding, say)';
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return 'A path parameter of the URL is too long';
     default:
       return error.message;
   }
@@ -45,11 +49,16 @@ function databaseProblem(driverError: unknown): Problem | undefined {
   const code = (driverError as { code?: string } | undefined)?.code ?? '';
   if (code === '23505') return { status: 409, detail: 'The request conflicts with an existing resource' };
   if (code === '23503') return { status: 409, detail: 'The request refers to a resource that does not exist or is still referred to' };
-  if (['22P02', '22003', '22007', '22008', '22001', '22023'].includes(code))
-    return { status: 400, detail: 'A value in the request is out of range or malformed' };
+  // Data exceptions: malformed text for a type, out-of-range numbers and dates, NUL characters.
+  if (code.startsWith('22')) return { status: 400, detail: 'A value in the request is out of range or malformed' };
   if (code === '40001' || code === '40P01')
     return { status: 503, detail: 'The request collided with a concurrent one; retry it', headers: { 'retry-after': '1' } };
   return undefined;
+}
+
+/** The problem for an error Fastify raised itself: body parsing, media types, malformed URLs. */
+export function fastifyProblem(error: unknown, request: FastifyRequest): Problem | undefined {
+  return isFastifyError(error) ? { status: error.statusCode, detail: fastifyDetail(error, request) } : undefined;
 }
 
 function toProblem(exception: unknown, request: FastifyRequest): Problem | undefined {
@@ -57,13 +66,15 @@ function toProblem(exception: unknown, request: FastifyRequest): Problem | undef
     return { status: exception.status, detail: exception.message, errors: exception.errors, headers: exception.headers };
   }
   if (exception instanceof HttpException) {
+    // Nest wraps Fastify's own 4xx errors, keeping them as the cause.
+    const fastify = fastifyProblem(exception.cause, request);
+    if (fastify) return fastify;
     const status = exception.getStatus();
     if (status === 404 && /^Cannot [A-Z]+ /.test(exception.message)) {
       return { status, detail: `No route ${request.method} ${request.url.split('?')[0]}` };
     }
     return status < 500 ? { status, detail: exception.message } : undefined;
   }
-  if (isFastifyError(exception)) return { status: exception.statusCode, detail: fastifyDetail(exception, request) };
   if (exception instanceof QueryFailedError) return databaseProblem((exception as QueryFailedError<Error>).driverError);
   return undefined;
 }
@@ -86,20 +97,24 @@ export class ProblemFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const problem = toProblem(exception, request) ?? { status: 500, detail: 'Internal server error' };
     if (problem.status >= 500) this.logger.error({ err: exception, requestId: request.id }, 'Request failed');
-    if (reply.sent) return;
-    const body = {
-      type: 'about:blank',
-      title: STATUS_CODES[problem.status] ?? 'Error',
-      status: problem.status,
-      detail: problem.detail,
-      msg: problem.detail,
-      ...(problem.errors?.length ? { errors: problem.errors } : {}),
-      requestId: request.id,
-    };
-    void reply
-      .status(problem.status)
-      .headers(problem.headers ?? {})
-      .type('application/problem+json; charset=utf-8')
-      .send(body);
+    if (!reply.sent) sendProblem(reply, request.id, problem);
   }
+}
+
+/** Writes an RFC 9457 problem: `msg` repeats `detail`, and the request id ties it to the logs. */
+export function sendProblem(reply: FastifyReply, requestId: string, problem: Problem): void {
+  const body = {
+    type: 'about:blank',
+    title: STATUS_CODES[problem.status] ?? 'Error',
+    status: problem.status,
+    detail: problem.detail,
+    msg: problem.detail,
+    ...(problem.errors?.length ? { errors: problem.errors } : {}),
+    requestId,
+  };
+  void reply
+    .status(problem.status)
+    .headers(problem.headers ?? {})
+    .type('application/problem+json; charset=utf-8')
+    .send(body);
 }

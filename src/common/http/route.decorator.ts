@@ -169,7 +169,8 @@ function errorResponses(options: RouteOptions): MethodDecorator[] {
   if (!('public' in options.access)) details[401] = 'A bearer token or HTTP Basic credentials are required';
   if ('object' in options.access) details[403] = `Not allowed: ${options.access.action} on ${options.access.object}`;
   if (options.path?.includes(':')) details[404] = 'Not found';
-  if (options.etag && writes) details[412] = 'If-Match does not match the current version "3"; read the resource again';
+  const conditional = options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method);
+  if (conditional) details[412] = 'If-Match does not match the current version "3"; read the resource again';
   if (acceptedMediaTypes(options)) details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
   Object.assign(details, options.errors);
   return Object.entries(details).map(([status, detail]) => problem(Number(status), detail));
@@ -192,7 +193,8 @@ function bodyDecorators(options: RouteOptions): MethodDecorator[] {
 
 function successResponse(options: RouteOptions): MethodDecorator {
   const status = options.status ?? 200;
-  const headers = options.etag ? { ETag: { description: 'Version of the resource, for If-Match', schema: { type: 'string' } } } : undefined;
+  const headers =
+    options.etag && options.method !== 'DELETE' ? { ETag: { description: 'Version of the resource, for If-Match', schema: { type: 'string' } } } : undefined;
   if (options.produces) return ApiResponse({ status, description: 'OK', headers, content: { [options.produces]: { schema: { type: 'string' } } } });
   return ApiResponse({ status, description: status === 201 ? 'Created' : 'OK', type: options.response, headers });
 }
@@ -216,7 +218,9 @@ export function Route(options: RouteOptions): MethodDecorator {
     ...bodyDecorators(options),
     ...(options.list ? listParameters(options.list) : []),
     ...(options.projection ? projectionParameters(options.projection) : []),
-    ...(options.etag && writes ? [ApiHeader({ name: 'If-Match', required: false, description: 'Apply only if the resource still has this ETag' })] : []),
+    ...(options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method)
+      ? [ApiHeader({ name: 'If-Match', required: false, description: 'Apply only if the resource still has this ETag' })]
+      : []),
     ...(options.etag && !writes ? [ApiHeader({ name: 'If-None-Match', required: false, description: 'Answer 304 if the resource still has this ETag' })] : []),
   );
 }
