@@ -29,11 +29,18 @@ export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };
 }
 
+export interface TestHubOptions {
+  /** Settings to override. */
+  readonly env?: Record<string, string>;
+  /** Collects every log line (parsed), logging at `info` unless HUB_LOG_LEVEL is overridden. */
+  readonly logs?: Record<string, unknown>[];
+}
+
 /**
  * A hub on its own fresh database (copied from the run's migrated template), through the real
- * Fastify pipeline with real authentication. `env` overrides settings.
+ * Fastify pipeline with real authentication.
  */
-export async function startTestHub(env: Record<string, string> = {}): Promise<TestHub> {
+export async function startTestHub({ env = {}, logs }: TestHubOptions = {}): Promise<TestHub> {
   const serverUrl = process.env[SERVER_URL_VARIABLE];
   const template = process.env[TEMPLATE_VARIABLE];
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
@@ -47,16 +54,17 @@ export async function startTestHub(env: Record<string, string> = {}): Promise<Te
     HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
     HUB_JWT_SECRET: JWT_SECRET,
     HUB_DB_POOL_SIZE: '4',
-    HUB_LOG_LEVEL: process.env.HUB_TEST_LOG_LEVEL ?? 'silent',
+    HUB_LOG_LEVEL: logs ? 'info' : (process.env.HUB_TEST_LOG_LEVEL ?? 'silent'),
     ...env,
   });
-  const logger = createRootLogger(config.logLevel);
+  const destination = logs && { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
+  const logger = createRootLogger(config.logLevel, destination);
   const app = await createHubApp(AppModule.register(config, logger), logger);
   const inject = (options: InjectOptions) => app.inject(options);
   const login = async (username: string, password: string) => {
     const response = await inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password } });
     if (response.statusCode !== 200) throw new Error(`Login as ${username} failed: ${response.body}`);
-    return (response.json() as { token: string }).token;
+    return response.json<{ token: string }>().token;
   };
   const adminToken = await login(ADMIN_USER, ADMIN_PASSWORD);
   return {

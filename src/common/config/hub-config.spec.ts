@@ -1,0 +1,252 @@
+// The hub loads reflect-metadata first thing (main.ts); class-transformer's @Type needs it.
+import 'reflect-metadata';
+import { describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { StartupError } from '../errors/startup-error.js';
+import { ConfigurationError, loadHubConfig, SETTING_NAMES, type HubConfig } from './hub-config.js';
+
+const CWD = '/srv/hub';
+
+type Env = Record<string, string | undefined>;
+
+/** Runs loadHubConfig, expects a ConfigurationError, and returns its message. */
+function configurationErrorFor(env: Env): string {
+  try {
+    loadHubConfig(env, CWD);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigurationError);
+    return (error as ConfigurationError).message;
+  }
+  throw new Error(`expected a ConfigurationError for ${Object.keys(env).join(', ')}, but the configuration loaded`);
+}
+
+const DEFAULTS: HubConfig = {
+  port: 9090,
+  host: '0.0.0.0',
+  databaseUrl: undefined,
+  databasePoolSize: 10,
+  dataDir: '/srv/hub/.data',
+  adminUser: 'admin',
+  adminPassword: undefined,
+  jwtSecret: undefined,
+  tokenTtlSeconds: 3600,
+  clusterDriver: 'local',
+  sharedDir: '/srv/hub/.data/work',
+  logLevel: 'info',
+};
+
+const ALL_SETTINGS = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'HUB_DB_POOL_SIZE',
+  'HUB_DATA_DIR',
+  'HUB_ADMIN_USER',
+  'HUB_ADMIN_PASSWORD',
+  'HUB_JWT_SECRET',
+  'HUB_TOKEN_TTL',
+  'HUB_CLUSTER_DRIVER',
+  'HUB_SHARED_DIR',
+  'HUB_LOG_LEVEL',
+];
+
+describe('SETTING_NAMES', () => {
+  it('lists every setting the hub reads, optional ones without a default included', () => {
+    expect([...SETTING_NAMES].sort()).toEqual([...ALL_SETTINGS].sort());
+  });
+
+  it.each(['DATABASE_URL', 'HUB_ADMIN_PASSWORD', 'HUB_JWT_SECRET', 'HUB_SHARED_DIR'])('includes the optional setting %s', (name) => {
+    expect(SETTING_NAMES).toContain(name);
+  });
+});
+
+describe('loadHubConfig', () => {
+  describe('defaults', () => {
+    it('gives every setting its default when the environment is empty', () => {
+      expect(loadHubConfig({}, CWD)).toEqual(DEFAULTS);
+    });
+
+    it('resolves the default data directory against the given working directory, to an absolute path', () => {
+      const config = loadHubConfig({}, '/var/lib/other');
+      expect(config.dataDir).toBe('/var/lib/other/.data');
+      expect(config.sharedDir).toBe('/var/lib/other/.data/work');
+    });
+
+    it('treats empty strings as unset', () => {
+      const env = Object.fromEntries(ALL_SETTINGS.map((name) => [name, '']));
+      expect(loadHubConfig(env, CWD)).toEqual(DEFAULTS);
+    });
+
+    it('treats undefined values as unset', () => {
+      const env = Object.fromEntries(ALL_SETTINGS.map((name) => [name, undefined]));
+      expect(loadHubConfig(env, CWD)).toEqual(DEFAULTS);
+    });
+
+    it('ignores environment variables that are not settings', () => {
+      const env = { PATH: '/usr/bin', HOME: '/root', HUB_UNKNOWN: 'x', HUB_PORT: 'not a number', port: 'abc' };
+      expect(loadHubConfig(env, CWD)).toEqual(DEFAULTS);
+    });
+  });
+
+  describe('reading each setting', () => {
+    it('reads every setting when all are given', () => {
+      const env = {
+        PORT: '8080',
+        HOST: '127.0.0.1',
+        DATABASE_URL: 'postgres://hub:secret@db.example:5432/hub',
+        HUB_DB_POOL_SIZE: '25',
+        HUB_DATA_DIR: '/var/lib/hub',
+        HUB_ADMIN_USER: 'root.user@example',
+        HUB_ADMIN_PASSWORD: 'correct horse battery',
+        HUB_JWT_SECRET: 'x'.repeat(40),
+        HUB_TOKEN_TTL: '7200',
+        HUB_CLUSTER_DRIVER: 'slurm',
+        HUB_SHARED_DIR: '/shared/hub',
+        HUB_LOG_LEVEL: 'debug',
+      };
+      expect(loadHubConfig(env, CWD)).toEqual({
+        port: 8080,
+        host: '127.0.0.1',
+        databaseUrl: 'postgres://hub:secret@db.example:5432/hub',
+        databasePoolSize: 25,
+        dataDir: '/var/lib/hub',
+        adminUser: 'root.user@example',
+        adminPassword: 'correct horse battery',
+        jwtSecret: 'x'.repeat(40),
+        tokenTtlSeconds: 7200,
+        clusterDriver: 'slurm',
+        sharedDir: '/shared/hub',
+        logLevel: 'debug',
+      });
+    });
+
+    it.each([['postgres://hub@localhost/hub'], ['postgresql://hub:pw@127.0.0.1:5433/hub?sslmode=disable']])('reads DATABASE_URL %s', (url) => {
+      expect(loadHubConfig({ DATABASE_URL: url }, CWD).databaseUrl).toBe(url);
+    });
+
+    it('reads HUB_ADMIN_PASSWORD, from 8 characters on', () => {
+      expect(loadHubConfig({ HUB_ADMIN_PASSWORD: '12345678' }, CWD).adminPassword).toBe('12345678');
+    });
+
+    it('reads HUB_JWT_SECRET, from 32 characters on', () => {
+      const secret = 's'.repeat(32);
+      expect(loadHubConfig({ HUB_JWT_SECRET: secret }, CWD).jwtSecret).toBe(secret);
+    });
+
+    it('reads an absolute HUB_SHARED_DIR as given', () => {
+      expect(loadHubConfig({ HUB_SHARED_DIR: '/mnt/shared' }, CWD).sharedDir).toBe('/mnt/shared');
+    });
+
+    it('resolves a relative HUB_SHARED_DIR against the working directory', () => {
+      expect(loadHubConfig({ HUB_SHARED_DIR: 'shared' }, CWD).sharedDir).toBe('/srv/hub/shared');
+    });
+
+    it('resolves a relative HUB_DATA_DIR against the working directory and puts the default shared directory under it', () => {
+      const config = loadHubConfig({ HUB_DATA_DIR: '../data' }, CWD);
+      expect(config.dataDir).toBe('/srv/data');
+      expect(config.sharedDir).toBe(join('/srv/data', 'work'));
+    });
+
+    it('keeps HUB_SHARED_DIR independent of HUB_DATA_DIR when both are given', () => {
+      const config = loadHubConfig({ HUB_DATA_DIR: '/d', HUB_SHARED_DIR: '/s' }, CWD);
+      expect(config).toMatchObject({ dataDir: '/d', sharedDir: '/s' });
+    });
+
+    it.each([
+      ['PORT', '0', { port: 0 }],
+      ['PORT', '65535', { port: 65535 }],
+      ['HOST', '::', { host: '::' }],
+      ['HUB_DB_POOL_SIZE', '1', { databasePoolSize: 1 }],
+      ['HUB_DB_POOL_SIZE', '1000', { databasePoolSize: 1000 }],
+      ['HUB_ADMIN_USER', 'a', { adminUser: 'a' }],
+      ['HUB_TOKEN_TTL', '60', { tokenTtlSeconds: 60 }],
+      ['HUB_TOKEN_TTL', String(30 * 24 * 3600), { tokenTtlSeconds: 30 * 24 * 3600 }],
+      ['HUB_CLUSTER_DRIVER', 'local', { clusterDriver: 'local' }],
+      ['HUB_LOG_LEVEL', 'silent', { logLevel: 'silent' }],
+      ['HUB_LOG_LEVEL', 'trace', { logLevel: 'trace' }],
+    ])('reads %s=%s', (name, value, expected) => {
+      expect(loadHubConfig({ [name]: value }, CWD)).toEqual({ ...DEFAULTS, ...expected });
+    });
+
+    it('converts numeric settings to numbers', () => {
+      const config = loadHubConfig({ PORT: '3000', HUB_TOKEN_TTL: '120', HUB_DB_POOL_SIZE: '4' }, CWD);
+      expect(typeof config.port).toBe('number');
+      expect(typeof config.tokenTtlSeconds).toBe('number');
+      expect(typeof config.databasePoolSize).toBe('number');
+    });
+  });
+
+  describe('invalid values', () => {
+    it.each([
+      ['PORT', 'abc'],
+      ['PORT', '70000'],
+      ['PORT', '-1'],
+      ['PORT', '80.5'],
+      ['HUB_DB_POOL_SIZE', '0'],
+      ['HUB_DB_POOL_SIZE', '1001'],
+      ['HUB_TOKEN_TTL', '10'],
+      ['HUB_TOKEN_TTL', String(30 * 24 * 3600 + 1)],
+      ['HUB_TOKEN_TTL', 'an hour'],
+      ['HUB_CLUSTER_DRIVER', 'kubernetes'],
+      ['HUB_LOG_LEVEL', 'loud'],
+      ['HUB_LOG_LEVEL', 'INFO'],
+      ['HUB_ADMIN_USER', 'bad user'],
+      ['HUB_ADMIN_USER', '-admin'],
+      ['HUB_ADMIN_USER', 'a'.repeat(129)],
+    ])('refuses %s=%s, naming the setting and echoing the value', (name, value) => {
+      const message = configurationErrorFor({ [name]: value });
+      expect(message).toContain(name);
+      expect(message).toContain(JSON.stringify(value));
+    });
+
+    it.each([
+      ['DATABASE_URL', 'mysql://root:Hunter2Pw@db/hub'],
+      ['DATABASE_URL', 'not a url Hunter2Pw'],
+      ['DATABASE_URL', 'http://Hunter2Pw@db/hub'],
+      ['HUB_ADMIN_PASSWORD', 'Hunt2Pw'],
+      ['HUB_JWT_SECRET', 'Hunter2Pw-only-31-characters-xx'],
+    ])('refuses %s=%s, naming the setting without revealing the secret value', (name, value) => {
+      const message = configurationErrorFor({ [name]: value });
+      expect(message).toContain(name);
+      expect(message).not.toContain(value);
+      expect(message).not.toContain('Hunt');
+    });
+
+    it('refuses a JWT secret one character short of 32', () => {
+      expect(configurationErrorFor({ HUB_JWT_SECRET: 'k'.repeat(31) })).toContain('HUB_JWT_SECRET');
+    });
+
+    it('refuses an admin password one character short of 8', () => {
+      expect(configurationErrorFor({ HUB_ADMIN_PASSWORD: 'p'.repeat(7) })).toContain('HUB_ADMIN_PASSWORD');
+    });
+
+    it('names every bad setting in one message', () => {
+      const message = configurationErrorFor({
+        PORT: 'abc',
+        HUB_TOKEN_TTL: '10',
+        HUB_CLUSTER_DRIVER: 'kubernetes',
+        HUB_LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://x',
+        HUB_ADMIN_USER: 'has space',
+        HOST: '127.0.0.1',
+      });
+      for (const name of ['PORT', 'HUB_TOKEN_TTL', 'HUB_CLUSTER_DRIVER', 'HUB_LOG_LEVEL', 'DATABASE_URL', 'HUB_ADMIN_USER']) {
+        expect(message).toContain(name);
+      }
+      expect(message).not.toContain('HOST');
+      expect(message).not.toContain('mysql://x');
+    });
+
+    it('throws a ConfigurationError, a StartupError named ConfigurationError', () => {
+      let thrown: unknown;
+      try {
+        loadHubConfig({ PORT: 'abc' }, CWD);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ConfigurationError);
+      expect(thrown).toBeInstanceOf(StartupError);
+      expect((thrown as Error).name).toBe('ConfigurationError');
+    });
+  });
+});

@@ -1,0 +1,158 @@
+import { describe, expect, it } from '@jest/globals';
+import { DataSource } from 'typeorm';
+import { whereFilters } from './list-page.js';
+import { defineListQuery, parseListQuery } from './list-query.js';
+import type { RawQuery } from './query-values.js';
+
+/** A list operation over `things t` with one field of every type. */
+const SPEC = defineListQuery({
+  filters: {
+    name: { column: 't.name', type: 'string', operators: ['EQ', 'IN', 'CO', 'SW', 'ST', 'PR'] },
+    _id: { column: 't.id', type: 'uuid', operators: ['EQ', 'IN', 'PR'] },
+    enabled: { column: 't.enabled', type: 'boolean', operators: ['EQ'] },
+    status: { column: 't.status', type: ['active', 'retired'], operators: ['EQ', 'IN'] },
+    _created: { column: 't.created', type: 'datetime', operators: ['LT', 'GT', 'PR'] },
+    tags: { column: 't.tags', type: 'string[]', operators: ['ALL', 'ANY', 'PR'] },
+  },
+  sorts: { name: 't.name' },
+  defaultSort: 'name',
+  tieBreaker: 't.id',
+});
+
+const UUID = '123e4567-e89b-12d3-a456-426614174000';
+const HOSTILE = "x'; DROP TABLE t; --";
+const SELECT = 'SELECT t.id FROM "things" "t"';
+
+/** Never connected: the driver only turns query builders into SQL. */
+const dataSource = new DataSource({ type: 'postgres' });
+
+/** The SQL and bound parameters that a query string's filters add to a plain select. */
+function sqlOf(raw: RawQuery): { sql: string; parameters: unknown[] } {
+  const query = parseListQuery(SPEC, raw);
+  const qb = dataSource.createQueryBuilder().select('t.id').from('things', 't');
+  const [sql, parameters] = whereFilters(qb, query.filters).getQueryAndParameters();
+  return { sql, parameters: parameters as unknown[] };
+}
+
+/** The same, for the WHERE clause alone. */
+function whereOf(raw: RawQuery): { where: string; parameters: unknown[] } {
+  const { sql, parameters } = sqlOf(raw);
+  expect(sql.startsWith(`${SELECT} WHERE `)).toBe(true);
+  return { where: sql.slice(`${SELECT} WHERE `.length), parameters };
+}
+
+describe('whereFilters', () => {
+  it('adds no WHERE clause and no parameters without filters', () => {
+    expect(sqlOf({ sort: 'name' })).toEqual({ sql: SELECT, parameters: [] });
+  });
+
+  it('returns the query builder it was given', () => {
+    const qb = dataSource.createQueryBuilder().select('t.id').from('things', 't');
+    expect(whereFilters(qb, parseListQuery(SPEC, { 'filter[name][EQ]': 'a' }).filters)).toBe(qb);
+  });
+
+  describe('SQL per operator', () => {
+    it.each([
+      ['EQ on a string', { 'filter[name][EQ]': 'analytics' }, 't.name = $1', ['analytics']],
+      ['EQ on a UUID, lower-cased', { 'filter[_id][EQ]': UUID.toUpperCase() }, 't.id = $1', [UUID]],
+      ['EQ true on a boolean', { 'filter[enabled][EQ]': 'true' }, 't.enabled = $1', [true]],
+      ['EQ false on a boolean', { 'filter[enabled][EQ]': 'false' }, 't.enabled = $1', [false]],
+      ['EQ on an enumeration', { 'filter[status][EQ]': 'retired' }, 't.status = $1', ['retired']],
+      ['IN on a string, as one array', { 'filter[name][IN]': ['a,b', 'c'] }, 't.name = ANY($1)', [['a', 'b', 'c']]],
+      ['IN on a UUID', { 'filter[_id][IN]': UUID }, 't.id = ANY($1)', [[UUID]]],
+      ['IN on an enumeration', { 'filter[status][IN]': 'active,retired' }, 't.status = ANY($1)', [['active', 'retired']]],
+      ['CO', { 'filter[name][CO]': 'lyt' }, "t.name ILIKE $1 ESCAPE '\\'", ['%lyt%']],
+      ['SW', { 'filter[name][SW]': 'ana' }, "t.name ILIKE $1 ESCAPE '\\'", ['ana%']],
+      ['ST', { 'filter[name][ST]': 'ana' }, "t.name ILIKE $1 ESCAPE '\\'", ['ana%']],
+      ['LT', { 'filter[_created][LT]': '2026-11-22T10:15:30.123456 02:00' }, 't.created < CAST($1 AS timestamptz)', ['2026-11-22T10:15:30.123456+02:00']],
+      ['GT', { 'filter[_created][GT]': '2026-11-22T10:15:30.123456789Z' }, 't.created > CAST($1 AS timestamptz)', ['2026-11-22T10:15:30.123456789Z']],
+      ['ALL', { 'filter[tags][ALL]': 'gpu,eu' }, 't.tags @> CAST($1 AS text[])', [['gpu', 'eu']]],
+      ['ANY', { 'filter[tags][ANY]': ['gpu', 'eu'] }, 't.tags && CAST($1 AS text[])', [['gpu', 'eu']]],
+    ])('%s', (_what, raw: RawQuery, where, parameters) => {
+      expect(whereOf(raw)).toEqual({ where, parameters });
+    });
+  });
+
+  describe('PR', () => {
+    it.each([
+      ['a string field present', 'name', 'true', "(t.name IS NOT NULL AND t.name <> '')"],
+      ['a string field absent', 'name', 'false', "(t.name IS NULL OR t.name = '')"],
+      ['a string array field present', 'tags', 'true', 'cardinality(t.tags) > 0'],
+      ['a string array field absent', 'tags', 'false', '(t.tags IS NULL OR cardinality(t.tags) = 0)'],
+      ['a UUID field present', '_id', 'true', 't.id IS NOT NULL'],
+      ['a UUID field absent', '_id', 'false', 't.id IS NULL'],
+      ['a date-time field present', '_created', 'true', 't.created IS NOT NULL'],
+      ['a date-time field absent', '_created', 'false', 't.created IS NULL'],
+    ])('checks %s, binding nothing', (_what, field, raw, where) => {
+      expect(whereOf({ [`filter[${field}][PR]`]: raw })).toEqual({ where, parameters: [] });
+    });
+  });
+
+  describe('LIKE patterns', () => {
+    it.each([
+      ['CO', String.raw`%100\%\_done\\now%`],
+      ['SW', String.raw`100\%\_done\\now%`],
+      ['ST', String.raw`100\%\_done\\now%`],
+    ])('%s escapes %, _ and \\ in the value', (operator, pattern) => {
+      expect(whereOf({ [`filter[name][${operator}]`]: String.raw`100%_done\now` })).toEqual({ where: "t.name ILIKE $1 ESCAPE '\\'", parameters: [pattern] });
+    });
+
+    it('escapes every occurrence, including runs of wildcards', () => {
+      expect(whereOf({ 'filter[name][CO]': '%%__\\\\' }).parameters).toEqual(['%\\%\\%\\_\\_\\\\\\\\%']);
+    });
+
+    it('leaves other characters, quotes included, as they are', () => {
+      expect(whereOf({ 'filter[name][SW]': "O'Brien [x] *" }).parameters).toEqual(["O'Brien [x] *%"]);
+    });
+  });
+
+  describe('bound values', () => {
+    it.each([
+      ['EQ', { 'filter[name][EQ]': HOSTILE }, [HOSTILE]],
+      ['IN', { 'filter[name][IN]': [HOSTILE, 'b'] }, [[HOSTILE, 'b']]],
+      ['CO', { 'filter[name][CO]': HOSTILE }, [`%${HOSTILE}%`]],
+      ['SW', { 'filter[name][SW]': HOSTILE }, [`${HOSTILE}%`]],
+      ['ST', { 'filter[name][ST]': HOSTILE }, [`${HOSTILE}%`]],
+      ['ALL', { 'filter[tags][ALL]': HOSTILE }, [[HOSTILE]]],
+      ['ANY', { 'filter[tags][ANY]': HOSTILE }, [[HOSTILE]]],
+    ])('%s keeps a hostile value out of the SQL text', (_what, raw: RawQuery, parameters) => {
+      const { sql, parameters: bound } = sqlOf(raw);
+      expect(bound).toEqual(parameters);
+      expect(sql).not.toContain('DROP');
+      expect(sql).not.toContain(HOSTILE);
+      expect(sql).toMatch(/\$1/);
+    });
+
+    it('does not read a value that looks like a parameter name as one', () => {
+      expect(whereOf({ 'filter[name][EQ]': ':filter_1', 'filter[name][CO]': ':filter_0' })).toEqual({
+        where: "t.name = $1 AND t.name ILIKE $2 ESCAPE '\\'",
+        parameters: [':filter_1', '%:filter\\_0%'],
+      });
+    });
+
+    it('numbers the parameters of several filters in order, skipping filters that bind nothing', () => {
+      expect(
+        whereOf({
+          'filter[name][PR]': 'true',
+          'filter[_id][IN]': UUID,
+          'filter[_created][GT]': '2026-01-01T00:00:00Z',
+          'filter[_created][LT]': '2027-01-01T00:00:00Z',
+          'filter[tags][PR]': 'false',
+          'filter[enabled][EQ]': 'true',
+        }),
+      ).toEqual({
+        where:
+          "(t.name IS NOT NULL AND t.name <> '') AND t.id = ANY($1) AND t.created > CAST($2 AS timestamptz) AND t.created < CAST($3 AS timestamptz)" +
+          ' AND (t.tags IS NULL OR cardinality(t.tags) = 0) AND t.enabled = $4',
+        parameters: [[UUID], '2026-01-01T00:00:00Z', '2027-01-01T00:00:00Z', true],
+      });
+    });
+
+    it('adds to a WHERE the query builder already has', () => {
+      const qb = dataSource.createQueryBuilder().select('t.id').from('things', 't').where('t.owner = :owner', { owner: 'me' });
+      const [sql, parameters] = whereFilters(qb, parseListQuery(SPEC, { 'filter[name][EQ]': HOSTILE }).filters).getQueryAndParameters();
+      expect(sql).toBe(`${SELECT} WHERE t.owner = $1 AND t.name = $2`);
+      expect(parameters).toEqual(['me', HOSTILE]);
+    });
+  });
+});

@@ -1,0 +1,212 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+const MAIN = resolve('dist/src/main.js');
+
+interface RunningHub {
+  readonly process: ChildProcess;
+  readonly port: number;
+  readonly lines: Record<string, unknown>[];
+  readonly output: () => string;
+  readonly url: string;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/** Starts `node dist/src/main.js` and resolves once /health/ready answers 200, or rejects with its output. */
+async function startHub(dataDir: string, env: Record<string, string> = {}): Promise<RunningHub> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', HUB_DATA_DIR: dataDir, HUB_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const lines: Record<string, unknown>[] = [];
+  const collect = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const line of chunk.toString().split('\n').filter(Boolean)) {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // Not a log line (a Node warning, say).
+      }
+    }
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const hub = { process: child, port, lines, output: () => text, url: `http://127.0.0.1:${port}` };
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`The hub exited with ${child.exitCode}:\n${text}`);
+    try {
+      if ((await fetch(`${hub.url}/health/ready`)).status === 200) return hub;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`The hub did not become ready:\n${text}`);
+}
+
+async function exitOf(hub: RunningHub, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (hub.process.exitCode !== null || hub.process.signalCode !== null) return { code: hub.process.exitCode, signal: hub.process.signalCode };
+  const timer = setTimeout(() => hub.process.kill('SIGKILL'), timeoutMs);
+  const [code, signal] = (await once(hub.process, 'close')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  return { code, signal };
+}
+
+function postmasterPid(dataDir: string): number | undefined {
+  const file = join(dataDir, 'postgres', 'postmaster.pid');
+  return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  } catch {
+    return false;
+  }
+}
+
+async function login(hub: RunningHub, password: string): Promise<string> {
+  const response = await fetch(`${hub.url}/api/v2/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { token: string }).token;
+}
+
+describe('the hub on its embedded PostgreSQL, as a process', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hub-smoke-'));
+  let hub: RunningHub;
+  let password: string;
+  let token: string;
+
+  beforeAll(async () => {
+    hub = await startHub(dataDir);
+  });
+  afterAll(async () => {
+    if (hub.process.exitCode === null && hub.process.signalCode === null) {
+      hub.process.kill('SIGTERM');
+      await exitOf(hub);
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates the administrator on first start and logs its generated password once', () => {
+    const announcements = hub.lines.filter((line) => String(line.msg).includes('generated password'));
+    expect(announcements).toHaveLength(1);
+    password = /generated password (\S+)/.exec(String(announcements[0].msg))?.[1] ?? '';
+    expect(password.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it('runs the database server as an unprivileged user when the hub runs as root', () => {
+    const pid = postmasterPid(dataDir);
+    expect(pid).toBeDefined();
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    if (process.getuid?.() === 0) expect(uid).not.toBe(0);
+    else expect(uid).toBe(process.getuid?.());
+  });
+
+  it('serves the curl walk-through of the README: login, create, list with a filter, patch', async () => {
+    token = await login(hub, password);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const created = await fetch(`${hub.url}/api/v2/namespaces`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'analytics', description: 'Reports' }),
+    });
+    expect(created.status).toBe(201);
+    const listed = await fetch(`${hub.url}/api/v2/namespaces?filter[name][CO]=lyt&sort=-_created`, { headers });
+    expect(await listed.json()).toMatchObject({ totalCount: 1, data: [{ name: 'analytics' }] });
+    const { _id } = (await created.json()) as { _id: string };
+    const patched = await fetch(`${hub.url}/api/v2/namespaces/${_id}`, {
+      method: 'PATCH',
+      headers: { ...headers, 'content-type': 'application/json-patch+json', 'if-match': '"1"' },
+      body: JSON.stringify([{ op: 'replace', path: '/description', value: 'Dashboards' }]),
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.headers.get('etag')).toBe('"2"');
+  });
+
+  it('refuses a second hub on the same data directory', async () => {
+    const second = await startHub(dataDir).then(
+      (started) => {
+        started.process.kill('SIGKILL');
+        throw new Error('A second hub started on the same data directory');
+      },
+      (error: Error) => error.message,
+    );
+    expect(second).toContain(`Another hub (pid ${hub.process.pid}) is using the data directory ${dataDir}`);
+    expect((await fetch(`${hub.url}/health/ready`)).status).toBe(200);
+  });
+
+  it('finishes a request in flight on SIGTERM, then stops the database and releases the directory', async () => {
+    const pid = postmasterPid(dataDir) ?? 0;
+    const body = JSON.stringify({ name: 'in-flight' });
+    const socket = createConnection(hub.port, '127.0.0.1');
+    await once(socket, 'connect');
+    let reply = '';
+    socket.on('data', (chunk: Buffer) => (reply += chunk.toString()));
+    socket.write(
+      `POST /api/v2/namespaces HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((done) => setTimeout(done, 200));
+    hub.process.kill('SIGTERM');
+    await new Promise((done) => setTimeout(done, 300));
+    // The rest of the body, the socket left open as clients do (a half-closed one aborts the request).
+    socket.write(body.slice(5));
+    await once(socket, 'close');
+    expect(reply).toMatch(/^HTTP\/1\.1 201 /);
+    expect(reply).toMatch(/\r\nconnection: close\r\n/i);
+    const exit = await exitOf(hub);
+    expect(exit.signal === 'SIGTERM' || exit.code === 0).toBe(true);
+    expect(isAlive(pid)).toBe(false);
+    expect(existsSync(join(dataDir, 'hub.lock'))).toBe(false);
+    expect(hub.lines.some((line) => line.msg === 'Embedded PostgreSQL server stopped')).toBe(true);
+  });
+
+  it('restarts on its data directory with everything kept and no new password', async () => {
+    hub = await startHub(dataDir);
+    expect(hub.lines.some((line) => String(line.msg).includes('password'))).toBe(false);
+    token = await login(hub, password);
+    const response = await fetch(`${hub.url}/api/v2/namespaces?sort=name`, { headers: { authorization: `Bearer ${token}` } });
+    const names = ((await response.json()) as { data: { name: string }[] }).data.map((namespace) => namespace.name);
+    expect(names).toEqual(['analytics', 'default', 'in-flight']);
+  });
+
+  it('recovers after the hub is killed: the orphaned server is stopped and the data is intact', async () => {
+    const orphan = postmasterPid(dataDir) ?? 0;
+    hub.process.kill('SIGKILL');
+    await exitOf(hub);
+    expect(isAlive(orphan)).toBe(true);
+    hub = await startHub(dataDir);
+    expect(isAlive(orphan)).toBe(false);
+    expect(hub.lines.some((line) => String(line.msg).includes(`Stopping the PostgreSQL server (pid ${orphan}) left running`))).toBe(true);
+    token = await login(hub, password);
+    const response = await fetch(`${hub.url}/api/v2/namespaces?filter[name][EQ]=in-flight`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await response.json()) as { totalCount: number }).totalCount).toBe(1);
+  });
+
+  it('stops with a message naming a bad setting', async () => {
+    const failed = await startHub(mkdtempSync(join(tmpdir(), 'hub-smoke-bad-')), { HUB_TOKEN_TTL: 'soon' }).catch((error: Error) => error.message);
+    expect(failed).toContain('The hub exited with 1');
+    expect(failed).toContain('HUB_TOKEN_TTL must be an integer number');
+  });
+});
