@@ -1,5 +1,6 @@
 import type { MigrationInterface } from 'typeorm';
 import { Init1795327638783 } from './1795327638783-Init.js';
+import { ChangeNotifications1795330000000 } from './1795330000000-ChangeNotifications.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
-export const MIGRATIONS: (new () => MigrationInterface)[] = [Init1795327638783];
+export const MIGRATIONS: (new () => MigrationInterface)[] = [Init1795327638783, ChangeNotifications1795330000000];

@@ -189,14 +189,34 @@ describe('auth', () => {
       expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(unsigned) })).statusCode).toBe(401);
     });
 
-    it('stop working as soon as their user is deactivated', async () => {
+    it('stop working once their user is deactivated, even by a change made outside the hub', async () => {
       const id = await insertUser('soon-inactive', 'soon-inactive-password');
       const token = await hub.login('soon-inactive', 'soon-inactive-password');
-      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(token) })).statusCode).toBe(200);
+      const me = () => hub.inject({ method: 'GET', url: ME, headers: bearer(token) });
+      expect((await me()).statusCode).toBe(200);
+      expect((await me()).statusCode).toBe(200); // Served from the cache of callers now.
       await hub.app.get(DataSource).query('UPDATE users SET active = false WHERE id = $1', [id]);
-      const response = await hub.inject({ method: 'GET', url: ME, headers: bearer(token) });
+      // The database announces the change (NOTIFY at commit); the hub drops its cached caller.
+      const deadline = Date.now() + 2000;
+      let response = await me();
+      while (response.statusCode === 200 && Date.now() < deadline) response = await me();
       expect(response.statusCode).toBe(401);
       expect(response.json().detail).toContain('no longer exists or is inactive');
+      await hub.app.get(DataSource).query('UPDATE users SET active = true WHERE id = $1', [id]);
+      const reactivated = Date.now() + 2000;
+      while ((await me()).statusCode === 401 && Date.now() < reactivated);
+      expect((await me()).statusCode).toBe(200);
+    });
+
+    it('stop working once their user is deleted', async () => {
+      const id = await insertUser('soon-deleted', 'soon-deleted-password');
+      const token = await hub.login('soon-deleted', 'soon-deleted-password');
+      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(token) })).statusCode).toBe(200);
+      await hub.app.get(DataSource).query('DELETE FROM users WHERE id = $1', [id]);
+      const deadline = Date.now() + 2000;
+      let status = 200;
+      while (status !== 401 && Date.now() < deadline) status = (await hub.inject({ method: 'GET', url: ME, headers: bearer(token) })).statusCode;
+      expect(status).toBe(401);
     });
   });
 

@@ -2,6 +2,7 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { HubConfig } from '../config/hub-config.js';
 import { HubLogger } from '../logging/hub-logger.js';
+import { ChangeFeed } from './change-feed.js';
 import { HubDatabase } from './hub-database.js';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- an entity is any class
@@ -14,7 +15,7 @@ const declaredEntities = new Set<EntityClass>();
 @Module({})
 class DatabaseFeatureModule {}
 
-/** Provides the TypeORM `DataSource` (and the {@link HubDatabase} behind it) to every area. */
+/** Provides the TypeORM `DataSource`, the {@link ChangeFeed} and the {@link HubDatabase} behind them to every area. */
 @Global()
 @Module({})
 export class DatabaseModule {
@@ -28,8 +29,9 @@ export class DatabaseModule {
           inject: [HubConfig, HubLogger],
         },
         { provide: DataSource, useFactory: (database: HubDatabase) => database.dataSource, inject: [HubDatabase] },
+        { provide: ChangeFeed, useFactory: (database: HubDatabase) => database.changes, inject: [HubDatabase] },
       ],
-      exports: [HubDatabase, DataSource],
+      exports: [HubDatabase, DataSource, ChangeFeed],
     };
   }
 

@@ -4,6 +4,7 @@ import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList }
 import { MIGRATIONS } from '../../../migrations/index.js';
 import type { HubConfig } from '../config/hub-config.js';
 import { StartupError } from '../errors/startup-error.js';
+import { ChangeFeed } from './change-feed.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own entity list type
@@ -63,6 +64,8 @@ export class HubDatabase implements OnApplicationShutdown {
 
   private constructor(
     readonly dataSource: DataSource,
+    /** Row changes announced by the database, for the caches of the areas. */
+    readonly changes: ChangeFeed,
     private readonly embedded: EmbeddedPostgres | undefined,
     private readonly logger: Logger,
   ) {}
@@ -81,8 +84,10 @@ export class HubDatabase implements OnApplicationShutdown {
       await embedded?.stop();
       throw error;
     }
+    const changes = new ChangeFeed(url, logger);
+    await changes.start();
     logger.info(embedded ? `Using the embedded PostgreSQL server in ${config.dataDir}` : `Using PostgreSQL at ${describeDatabaseUrl(url)}`);
-    return new HubDatabase(dataSource, embedded, logger);
+    return new HubDatabase(dataSource, changes, embedded, logger);
   }
 
   async readiness(): Promise<DatabaseReadiness> {
@@ -97,6 +102,7 @@ export class HubDatabase implements OnApplicationShutdown {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await this.changes.close();
       if (this.dataSource.isInitialized) await this.dataSource.destroy();
       await this.embedded?.stop();
       this.logger.debug('Database closed');

@@ -1,0 +1,134 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+/** A row of `table` was updated or deleted (see the ChangeNotifications migration). */
+export interface RowChange {
+  readonly table: string;
+  readonly id: string;
+}
+
+/** A row change, or `reset`: the feed was interrupted and changes may have been missed. */
+type Listener = (change: RowChange | 'reset') => void;
+
+const CHANNEL = 'hub_changes';
+const RETRY_MS = 1000;
+
+/**
+ * Row changes pushed by PostgreSQL to this process over a dedicated LISTEN connection, so that
+ * caches stay correct whoever changes the database. While the connection is down the feed is not
+ * `live`, and nothing may be served from a cache.
+ */
+export class ChangeFeed {
+  private client?: pg.Client;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private retry?: NodeJS.Timeout;
+  private closed = false;
+  private isLive = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly logger: Logger,
+  ) {}
+
+  get live(): boolean {
+    return this.isLive;
+  }
+
+  subscribe(table: string, listener: Listener): void {
+    const listeners = this.listeners.get(table) ?? new Set();
+    listeners.add(listener);
+    this.listeners.set(table, listeners);
+  }
+
+  /** Connects and listens; on failure the feed stays down (caches off) and retries in the background. */
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: 'hub-change-feed' });
+    client.on('notification', (message) => this.dispatch(message.payload));
+    client.on('error', (error) => this.logger.warn({ err: error }, 'Change feed connection failed'));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      this.client = client;
+      this.isLive = true;
+    } catch (error) {
+      this.logger.warn({ err: error }, `Change feed unavailable; caches are off until it reconnects`);
+      await client.end().catch(() => undefined);
+      this.scheduleRetry();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.isLive = false;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private dispatch(payload: string | undefined): void {
+    try {
+      const change = JSON.parse(payload ?? '') as RowChange;
+      for (const listener of this.listeners.get(change.table) ?? []) listener(change);
+    } catch (error) {
+      this.logger.error({ err: error, payload }, 'Malformed change notification');
+      this.reset();
+    }
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.isLive = false;
+    this.reset();
+    if (!this.closed) {
+      this.logger.warn('Change feed disconnected; caches are off until it reconnects');
+      this.scheduleRetry();
+    }
+  }
+
+  private reset(): void {
+    for (const listeners of this.listeners.values()) for (const listener of listeners) listener('reset');
+  }
+
+  private scheduleRetry(): void {
+    if (this.closed) return;
+    this.retry = setTimeout(() => void this.start(), RETRY_MS);
+    this.retry.unref();
+  }
+}
+
+/**
+ * A per-process cache of rows of one table, kept exact by the change feed: a change drops the
+ * row, an interruption drops everything, and nothing is cached while the feed is down. Misses are
+ * not cached (ids are UUIDs, never reused).
+ */
+export class RowCache<V> {
+  private readonly entries = new Map<string, V>();
+  // Bumped by every invalidation, so that a load that began before one is not stored after it.
+  private generation = 0;
+
+  constructor(
+    private readonly feed: ChangeFeed,
+    table: string,
+    private readonly maxEntries = 10_000,
+  ) {
+    feed.subscribe(table, (change) => {
+      this.generation += 1;
+      if (change === 'reset') this.entries.clear();
+      else this.entries.delete(change.id);
+    });
+  }
+
+  async get(id: string, load: (id: string) => Promise<V | null>): Promise<V | null> {
+    if (!this.feed.live) return load(id);
+    const cached = this.entries.get(id);
+    if (cached !== undefined) return cached;
+    const generation = this.generation;
+    const value = await load(id);
+    if (value !== null && generation === this.generation && this.feed.live) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(id, value);
+    }
+    return value;
+  }
+}
