@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
@@ -15,9 +16,13 @@ import { UsersRepository } from './users.repository.js';
 
 const TOKEN_ISSUER = 'hub';
 
-/** HUB_JWT_SECRET, or a secret generated once and kept in the data directory. */
-function jwtSecret(config: HubConfig): string {
-  return config.jwtSecret ?? readOrCreateSecretFile(join(config.dataDir, 'jwt.secret'));
+/**
+ * HUB_JWT_SECRET, or a secret generated once and kept in the data directory, as a key object:
+ * given a string, jsonwebtoken first tries to parse it as a PEM public key on every verification,
+ * which cost more than the rest of the request's JavaScript.
+ */
+function jwtKey(config: HubConfig): KeyObject {
+  return createSecretKey(Buffer.from(config.jwtSecret ?? readOrCreateSecretFile(join(config.dataDir, 'jwt.secret')), 'utf8'));
 }
 
 @Module({
@@ -26,7 +31,7 @@ function jwtSecret(config: HubConfig): string {
     JwtModule.registerAsync({
       inject: [HubConfig],
       useFactory: (config: HubConfig) => ({
-        secret: jwtSecret(config),
+        secret: jwtKey(config),
         signOptions: { algorithm: 'HS256', issuer: TOKEN_ISSUER, expiresIn: config.tokenTtlSeconds },
         verifyOptions: { algorithms: ['HS256'], issuer: TOKEN_ISSUER },
       }),
