@@ -35,22 +35,22 @@ export class UserDto {
   @ApiPropertyOptional({ format: 'date-time' }) invitationExpiry?: string;
 }
 
-/** Absent values are left out rather than sent as null. */
+/** Absent values are `undefined`, which JSON leaves out. */
 export function toUserResponse(user: User): UserDto {
   return {
     _id: user.id,
     _created: user.created.toISOString(),
     _modified: user.modified.toISOString(),
-    ...(user.externalId !== null && { externalId: user.externalId }),
+    externalId: user.externalId ?? undefined,
     system: user.system,
     userName: user.userName,
-    ...(user.displayName !== null && { displayName: user.displayName }),
+    displayName: user.displayName ?? undefined,
     active: user.active,
-    ...(user.email !== null && { email: user.email }),
-    ...(user.unixHomeDirectory !== null && { unixHomeDirectory: user.unixHomeDirectory }),
-    ...(user.unixUserName !== null && { unixUserName: user.unixUserName }),
-    ...(user.userPrincipalName !== null && { userPrincipalName: user.userPrincipalName }),
+    email: user.email ?? undefined,
+    unixHomeDirectory: user.unixHomeDirectory ?? undefined,
+    unixUserName: user.unixUserName ?? undefined,
+    userPrincipalName: user.userPrincipalName ?? undefined,
     invitationPending: user.invitationPending,
-    ...(user.invitationExpiry !== null && { invitationExpiry: user.invitationExpiry.toISOString() }),
+    invitationExpiry: user.invitationExpiry?.toISOString(),
   };
 }

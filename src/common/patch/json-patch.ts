@@ -58,7 +58,8 @@ function targetsServerOwnedField(operation: JsonPatchOperation): boolean {
  * ignored; the patch is all or nothing. The result still has to be validated like a replace.
  */
 export function applyJsonPatch(document: object, patch: JsonPatch): Record<string, unknown> {
-  const copy = structuredClone(document) as Record<string, unknown>;
+  // Through JSON, so that the copy is exactly what a client reads (undefined fields are absent).
+  const copy = JSON.parse(JSON.stringify(document)) as Record<string, unknown>;
   const operations = patch.filter((operation) => !targetsServerOwnedField(operation));
   const failures = operations.flatMap((operation) => {
     let error: Error | null;

@@ -61,14 +61,31 @@ export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: r
 }
 
 /**
- * Runs a list query over a query builder that selects the entity (and holds any scoping `where`
- * of its own): the filtered count and the sorted page, in parallel.
+ * Runs a list query over a query builder on one flat entity (holding any scoping `where` of its
+ * own): the filtered count and the sorted page, in parallel. The builder makes the SQL, which runs
+ * as plain SQL: executing through the builder (getMany, even getRawMany) cost more CPU than all the
+ * rest of a list request in the hub's own code. Items are rows with each column under its property
+ * name, not entity instances, as mappers only read properties (so column transformers are not
+ * applied: list entities have none). Both run on pooled connections, outside any transaction.
  */
 export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<ListPage<T>> {
   whereFilters(qb, query.filters);
   const direction = query.sort.descending ? 'DESC' : 'ASC';
-  const counting = qb.clone().select('COUNT(*)', 'count').getRawOne<{ count: string }>();
-  const paging = qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction).offset(query.offset).limit(query.limit).getMany();
-  const [count, items] = await Promise.all([counting, paging]);
-  return { items, totalCount: Number(count?.count ?? 0) };
+  const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
+  qb.select([]);
+  for (const column of qb.expressionMap.mainAlias?.metadata.columns ?? []) {
+    // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
+    qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
+  }
+  const [pageSql, pageParameters] = qb
+    .orderBy(query.sort.column, direction)
+    .addOrderBy(query.sort.tieBreaker, direction)
+    .offset(query.offset)
+    .limit(query.limit)
+    .getQueryAndParameters();
+  const [count, items] = await Promise.all([
+    qb.connection.query<{ count: string }[]>(countSql, countParameters),
+    qb.connection.query<T[]>(pageSql, pageParameters),
+  ]);
+  return { items, totalCount: Number(count[0]?.count ?? 0) };
 }

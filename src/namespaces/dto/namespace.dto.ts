@@ -37,13 +37,14 @@ export class NamespaceDto {
 
 export class NamespaceListDto extends ListOf(NamespaceDto) {}
 
+/** Absent values are `undefined`, which JSON leaves out. */
 export function toNamespaceResponse(namespace: Namespace): NamespaceDto {
   return {
     _id: namespace.id,
     _created: namespace.created.toISOString(),
     _modified: namespace.modified.toISOString(),
     name: namespace.name,
-    ...(namespace.description !== null && { description: namespace.description }),
+    description: namespace.description ?? undefined,
     isDefault: namespace.isDefault,
   };
 }
