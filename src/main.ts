@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   let app: NestFastifyApplication | undefined;
   try {
     app = await createHubApp(AppModule.register(config, logger), logger);
-    app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+    // Exit with 0 once shut down (rather than re-raising the signal): a clean exit for supervisors,
+    // and 'exit' handlers (log flushing, profilers) run.
+    app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
         logger.info(`${signal} received: finishing requests in flight, then stopping`);
