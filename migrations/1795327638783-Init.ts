@@ -6,7 +6,8 @@ export class Init1795327638783 implements MigrationInterface {
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     // Trigram indexes serve the case-insensitive CO/SW/ST list filters; pg_trgm is a trusted
-    // extension, so the database owner may create it.
+    // extension, so the database owner may create it. fastupdate is off: lists are read far more
+    // often than names are written, and a pending list would be scanned by every search.
     await queryRunner.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm`);
 
     await queryRunner.query(
@@ -18,7 +19,7 @@ export class Init1795327638783 implements MigrationInterface {
       `CREATE TABLE "namespaces" ("id" uuid NOT NULL DEFAULT gen_random_uuid(), "name" text NOT NULL, "description" text, "is_default" boolean NOT NULL DEFAULT false, "version" integer NOT NULL, "created" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), "modified" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), CONSTRAINT "PK_35c142e0f0de70165cc1a74b2cb" PRIMARY KEY ("id"))`,
     );
     await queryRunner.query(`CREATE UNIQUE INDEX "namespaces_name_lower_key" ON "namespaces" (lower("name"))`);
-    await queryRunner.query(`CREATE INDEX "namespaces_name_trgm_idx" ON "namespaces" USING gin ("name" gin_trgm_ops)`);
+    await queryRunner.query(`CREATE INDEX "namespaces_name_trgm_idx" ON "namespaces" USING gin ("name" gin_trgm_ops) WITH (fastupdate = off)`);
     await queryRunner.query(`CREATE UNIQUE INDEX "namespaces_one_default_key" ON "namespaces" ("is_default") WHERE "is_default"`);
     await queryRunner.query(`CREATE INDEX "namespaces_modified_idx" ON "namespaces" ("modified", "id")`);
     await queryRunner.query(`CREATE INDEX "namespaces_created_idx" ON "namespaces" ("created", "id")`);
