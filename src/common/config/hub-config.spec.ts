@@ -1,6 +1,7 @@
 // The hub loads reflect-metadata first thing (main.ts); class-transformer's @Type needs it.
 import 'reflect-metadata';
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from '../errors/startup-error.js';
 import { ConfigurationError, loadHubConfig, SETTING_NAMES, type HubConfig } from './hub-config.js';
@@ -248,5 +249,19 @@ describe('loadHubConfig', () => {
       expect(thrown).toBeInstanceOf(StartupError);
       expect((thrown as Error).name).toBe('ConfigurationError');
     });
+  });
+});
+
+describe('.env.example', () => {
+  const example = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
+  const listed = [...example.matchAll(/^([A-Z_]+)=(.*)$/gm)].map(([, name, value]) => ({ name, value }));
+
+  it('lists every setting, once, and nothing else', () => {
+    expect(listed.map(({ name }) => name).sort()).toEqual([...SETTING_NAMES].sort());
+  });
+
+  it('shows the defaults: loaded as it stands, it gives the configuration of an empty environment', () => {
+    const fromExample = loadHubConfig(Object.fromEntries(listed.map(({ name, value }) => [name, value])), '/srv/hub');
+    expect(fromExample).toEqual(loadHubConfig({}, '/srv/hub'));
   });
 });
