@@ -136,17 +136,18 @@ describe('DataDirLock', () => {
       expectOwnLock();
     });
 
-    it('refuses a lock from another host, naming the pid and the host, even if the pid means nothing here', async () => {
-      const pid = await deadPid();
-      writeLock({ pid, startTime: '1', host: 'elsewhere.invalid' });
-      const error = refusal();
-      expect(error.message).toContain(`pid ${pid} on elsewhere.invalid`);
-      expect(error.message).toContain(dir);
+    it('takes over a lock from another host name whose pid is dead here (a re-created container on the same volume)', async () => {
+      writeLock({ pid: await deadPid(), startTime: '1', host: 'old-container.invalid' });
+      DataDirLock.acquire(dir);
+      expectOwnLock();
     });
 
-    it('refuses a lock from another host that names this process id', () => {
-      writeLock({ pid: process.pid, startTime: startTimeOf(process.pid), host: 'elsewhere.invalid' });
-      expect(refusal().message).toContain('elsewhere.invalid');
+    it('refuses a lock from another host name whose hub still runs, naming the pid and the host', async () => {
+      const other = await startSleeper();
+      writeLock({ pid: other.pid, startTime: startTimeOf(other.pid), host: 'elsewhere.invalid' });
+      const error = refusal();
+      expect(error.message).toContain(`pid ${other.pid} on elsewhere.invalid`);
+      expect(error.message).toContain(dir);
     });
 
     it.each([
@@ -247,6 +248,20 @@ describe('DataDirLock', () => {
       await exited;
       DataDirLock.acquire(dir);
       expectOwnLock();
+    });
+
+    it('lets exactly one of several hubs starting at the same instant hold the lock', async () => {
+      // The lock file must never be readable half-written: a hub reading it empty took it over.
+      for (let round = 0; round < 5; round += 1) {
+        const contenders = await Promise.all([1, 2, 3, 4].map(() => start(process.execPath, ['--input-type=module', '-e', childHubScript()], 'pipe')));
+        const said = await Promise.all(contenders.map(output));
+        expect(said.filter((text) => text === 'locked\n')).toHaveLength(1);
+        const winner = contenders[said.indexOf('locked\n')];
+        expect(readLock().pid).toBe(winner.pid);
+        for (const child of contenders) child.kill('SIGKILL');
+        await Promise.all(contenders.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
+        rmSync(lockFile, { force: true });
+      }
     });
 
     it('makes another hub refuse to start while this one holds the lock', async () => {
