@@ -19,9 +19,19 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createRootLogger(config.logLevel);
+  // Until the app can shut down in order, a signal ends the start at once; exiting still stops an
+  // embedded database already started (its exit hook).
+  const abortStart = (signal: NodeJS.Signals) => {
+    logger.warn(`${signal} received while starting; stopping`);
+    process.exit(1);
+  };
+  process.once('SIGTERM', abortStart);
+  process.once('SIGINT', abortStart);
   let app: NestFastifyApplication | undefined;
   try {
     app = await createHubApp(AppModule.register(config, logger), logger);
+    process.removeListener('SIGTERM', abortStart);
+    process.removeListener('SIGINT', abortStart);
     // Exit with 0 once shut down (rather than re-raising the signal): a clean exit for supervisors,
     // and 'exit' handlers (log flushing, profilers) run.
     app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });

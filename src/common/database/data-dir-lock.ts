@@ -41,7 +41,12 @@ function readRecord(file: string): LockRecord | undefined {
  * first), so no other hub can read it half-written; a lock left by a hub that died is taken over.
  */
 export class DataDirLock {
-  private constructor(private readonly file: string) {}
+  private readonly releaseOnExit = () => this.release();
+
+  private constructor(private readonly file: string) {
+    // Held until released, or until the process exits, however it exits short of SIGKILL.
+    process.once('exit', this.releaseOnExit);
+  }
 
   static acquire(dataDir: string): DataDirLock {
     const file = join(dataDir, 'hub.lock');
@@ -73,6 +78,7 @@ export class DataDirLock {
 
   /** Gives the directory up, unless another process has taken the lock over meanwhile. */
   release(): void {
+    process.removeListener('exit', this.releaseOnExit);
     if (readRecord(this.file)?.pid !== process.pid) return;
     try {
       unlinkSync(this.file);

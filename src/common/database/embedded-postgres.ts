@@ -35,9 +35,12 @@ export interface EmbeddedPostgresOptions {
 
 const SUPERUSER = 'hub';
 const DATABASE = 'hub';
-const ACCOUNT_NAME = 'postgres';
+/** Its own account, not the `postgres` of a distribution's cluster, whose superusers could reach our files. */
+const ACCOUNT_NAME = 'hub-postgres';
 const START_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 30_000;
+/** A fast shutdown, then an immediate one: 15 s in all, inside the hub's 30 s shutdown deadline. */
+const FAST_STOP_MS = 10_000;
+const IMMEDIATE_STOP_MS = 5_000;
 
 /** The server sees only what it needs: no hub secrets in its environment, English messages. */
 function serverEnvironment(): NodeJS.ProcessEnv {
@@ -168,15 +171,20 @@ async function stopOrphanedServer(pgData: string, logger: Logger): Promise<void>
   }
   logger.warn(`Stopping the PostgreSQL server (pid ${pid}) left running by a hub that did not shut down cleanly`);
   try {
-    process.kill(pid, 'SIGINT');
-    if (!(await waitForExit(pid, STOP_TIMEOUT_MS))) {
-      process.kill(pid, 'SIGQUIT');
-      await waitForExit(pid, 10_000);
-    }
+    await stopServer(pid, logger);
     rmSync(pidFile, { force: true });
   } catch (error) {
     throw new StartupError(`Cannot stop the PostgreSQL server (pid ${pid}) left running on ${pgData}: ${(error as Error).message}`);
   }
+}
+
+/** Fast shutdown (sessions ended, transactions rolled back), then immediate shutdown if it hangs. */
+async function stopServer(pid: number, logger: Logger): Promise<void> {
+  process.kill(pid, 'SIGINT');
+  if (await waitForExit(pid, FAST_STOP_MS)) return;
+  logger.warn(`The PostgreSQL server (pid ${pid}) did not stop in ${FAST_STOP_MS / 1000} s; stopping it immediately`);
+  process.kill(pid, 'SIGQUIT');
+  await waitForExit(pid, IMMEDIATE_STOP_MS);
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -210,10 +218,8 @@ function logServerLine(logger: Logger, line: string): void {
  */
 export class EmbeddedPostgres {
   private stopping?: Promise<void>;
-  private readonly exited: Promise<void>;
   private readonly stopOnExit = () => {
     if (this.server.exitCode === null) this.server.kill('SIGINT');
-    this.lock.release();
   };
 
   private constructor(
@@ -223,7 +229,6 @@ export class EmbeddedPostgres {
     readonly port: number,
     private readonly logger: Logger,
   ) {
-    this.exited = new Promise((resolve) => server.once('exit', () => resolve()));
     server.once('exit', (code, signal) => {
       if (!this.stopping) logger.error(`The embedded PostgreSQL server exited unexpectedly (code ${code}, signal ${signal})`);
     });
@@ -275,7 +280,7 @@ export class EmbeddedPostgres {
       const embedded = new EmbeddedPostgres(server, lock, password, port, logger);
       try {
         await embedded.waitUntilReady(() => recent.join('\n'), pgData, account);
-        await embedded.createDatabase(DATABASE);
+        await embedded.ensureDatabase(DATABASE);
       } catch (error) {
         await embedded.stop();
         throw error;
@@ -309,35 +314,23 @@ export class EmbeddedPostgres {
     }
   }
 
-  /** Creates a database unless it exists (used for the hub's own and by the test harness). */
-  async createDatabase(name: string, template?: string): Promise<void> {
+  private async ensureDatabase(name: string): Promise<void> {
     const client = new pg.Client({ connectionString: this.urlFor('postgres') });
     await client.connect();
     try {
       const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-      if (!rowCount) {
-        const from = template ? ` TEMPLATE ${client.escapeIdentifier(template)}` : '';
-        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}${from}`);
-      }
+      if (!rowCount) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
     } finally {
       await client.end();
     }
   }
 
-  /** Fast shutdown (open sessions are ended), then releases the data directory. */
+  /** Stops the server, then releases the data directory; the exit hook stays until the server is gone. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      const { pid } = this.server;
+      if (pid !== undefined && this.server.exitCode === null && this.server.signalCode === null) await stopServer(pid, this.logger);
       process.removeListener('exit', this.stopOnExit);
-      if (this.server.exitCode === null && this.server.signalCode === null) {
-        this.server.kill('SIGINT');
-        const timedOut = Symbol('timeout');
-        const timer = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms, timedOut).unref());
-        if ((await Promise.race([this.exited, timer(STOP_TIMEOUT_MS)])) === timedOut) {
-          this.logger.warn('The embedded PostgreSQL server did not stop in time; stopping it immediately');
-          this.server.kill('SIGQUIT');
-          await Promise.race([this.exited, timer(10_000)]);
-        }
-      }
       this.lock.release();
       this.logger.info('Embedded PostgreSQL server stopped');
     })();
