@@ -89,6 +89,7 @@ export class AuthService {
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new UnauthorizedError('Basic credentials must be base64 of "<user name>:<password>"');
+    if (decoded.includes('\0')) throw new UnauthorizedError('Invalid user name or password');
     return toCaller(await this.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1)));
   }
 

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type Repository } from 'typeorm';
-import { isUuid } from '../common/query/query-values.js';
 import { User } from './entities/user.entity.js';
 
 export type NewUser = Pick<User, 'userName' | 'displayName' | 'system' | 'passwordHash'>;
@@ -13,8 +12,9 @@ export class UsersRepository {
     this.users = dataSource.getRepository(User);
   }
 
+  /** `id` is a UUID (a path parameter checked by ResourceId, or a token's subject). */
   findById(id: string): Promise<User | null> {
-    return isUuid(id) ? this.users.findOneBy({ id }) : Promise.resolve(null);
+    return this.users.findOneBy({ id });
   }
 
   /** User names are unique ignoring case; this lookup uses the same index. */

@@ -5,8 +5,8 @@ import { ConfigModule } from './config/config.module.js';
 import type { HubConfig } from './config/hub-config.js';
 import { DatabaseModule } from './database/database.module.js';
 import { ProblemFilter } from './errors/problem.filter.js';
-import { MediaTypeInterceptor } from './http/media-type.interceptor.js';
 import { ReplyInterceptor } from './http/reply.interceptor.js';
+import { RouteRequestInterceptor } from './http/route-request.interceptor.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { InputValidationPipe } from './validation/input-validation.pipe.js';
@@ -21,7 +21,7 @@ export class CommonModule {
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
         { provide: APP_PIPE, useClass: InputValidationPipe },
-        { provide: APP_INTERCEPTOR, useClass: MediaTypeInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: RouteRequestInterceptor },
         { provide: APP_INTERCEPTOR, useClass: ReplyInterceptor },
       ],
     };

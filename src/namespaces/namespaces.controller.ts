@@ -5,7 +5,7 @@ import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http
 import type { ListEnvelope } from '../common/http/list-envelope.js';
 import { MessageDto } from '../common/http/message.dto.js';
 import { Route } from '../common/http/route.decorator.js';
-import { ListParams, PatchBody } from '../common/http/route-params.js';
+import { ListParams, PatchBody, ResourceId } from '../common/http/route-params.js';
 import type { JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { NamespaceDto, NamespaceInputDto, NamespaceListDto } from './dto/namespace.dto.js';
@@ -44,7 +44,7 @@ export class NamespacesController {
   }
 
   @Route({ method: 'GET', path: ':id', summary: 'Get a namespace', access: { object: '/Namespaces/{id}', action: 'Read' }, response: NamespaceDto, etag: true })
-  getNamespace(@CurrentCaller() caller: Caller, @Param('id') id: string): Promise<Versioned<NamespaceDto>> {
+  getNamespace(@CurrentCaller() caller: Caller, @Param('id', new ResourceId('Namespace')) id: string): Promise<Versioned<NamespaceDto>> {
     return this.namespaces.get(caller, id);
   }
 
@@ -59,7 +59,7 @@ export class NamespacesController {
   })
   replaceNamespace(
     @CurrentCaller() caller: Caller,
-    @Param('id') id: string,
+    @Param('id', new ResourceId('Namespace')) id: string,
     @Body() body: NamespaceInputDto,
     @IfMatch() ifMatch: EntityTagCondition | undefined,
   ): Promise<Versioned<NamespaceDto>> {
@@ -78,7 +78,7 @@ export class NamespacesController {
   })
   patchNamespace(
     @CurrentCaller() caller: Caller,
-    @Param('id') id: string,
+    @Param('id', new ResourceId('Namespace')) id: string,
     @PatchBody() patch: JsonPatch,
     @IfMatch() ifMatch: EntityTagCondition | undefined,
   ): Promise<Versioned<NamespaceDto>> {
@@ -95,7 +95,11 @@ export class NamespacesController {
     etag: true,
     errors: { 409: "Namespace 'analytics' still holds 2 auth domains; delete or move them first" },
   })
-  deleteNamespace(@CurrentCaller() caller: Caller, @Param('id') id: string, @IfMatch() ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
+  deleteNamespace(
+    @CurrentCaller() caller: Caller,
+    @Param('id', new ResourceId('Namespace')) id: string,
+    @IfMatch() ifMatch: EntityTagCondition | undefined,
+  ): Promise<MessageDto> {
     return this.namespaces.delete(caller, id, ifMatch);
   }
 }

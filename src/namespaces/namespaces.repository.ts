@@ -4,7 +4,6 @@ import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import { fetchListPage, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
-import { isUuid } from '../common/query/query-values.js';
 import { Namespace } from './entities/namespace.entity.js';
 
 /** The client-settable state of a namespace. */
@@ -14,8 +13,7 @@ export interface NamespaceChanges {
   readonly isDefault: boolean;
 }
 
-async function lockById(manager: EntityManager, id: string): Promise<Namespace | null> {
-  if (!isUuid(id)) return null;
+function lockById(manager: EntityManager, id: string): Promise<Namespace | null> {
   return manager.getRepository(Namespace).createQueryBuilder('namespace').setLock('pessimistic_write').where('namespace.id = :id', { id }).getOne();
 }
 
@@ -40,7 +38,7 @@ export class NamespacesRepository {
   }
 
   findById(id: string): Promise<Namespace | null> {
-    return isUuid(id) ? this.dataSource.getRepository(Namespace).findOneBy({ id }) : Promise.resolve(null);
+    return this.dataSource.getRepository(Namespace).findOneBy({ id });
   }
 
   async insert(changes: NamespaceChanges): Promise<Namespace> {

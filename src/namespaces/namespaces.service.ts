@@ -15,6 +15,12 @@ import { NamespacesRepository, type NamespaceChanges } from './namespaces.reposi
 /**
  * How an area tells that a namespace still holds its entities. Checks run in the deleting
  * transaction, after the namespace row is locked.
+ *
+ * The contract for an area whose entities live in namespaces: store `namespace_id uuid NOT NULL
+ * REFERENCES namespaces ON DELETE RESTRICT` (and show the name through a join), and register a
+ * check. The foreign key makes the rule exact: an insert takes a key-share lock on the namespace
+ * row, which waits for the delete's row lock, so no entity slips into a namespace being deleted,
+ * and renaming a namespace moves nothing. The check only gives the 409 its words.
  */
 export interface NamespaceUsageCheck {
   /** What is counted, plural: "auth domains". */

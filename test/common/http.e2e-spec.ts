@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ModulesContainer } from '@nestjs/core';
+import { DataSource } from 'typeorm';
 import { HubDatabase } from '../../src/common/database/hub-database.js';
+import { HealthService } from '../../src/observability/health.service.js';
 import { ROUTE_OPTIONS, type RouteOptions } from '../../src/common/http/route.decorator.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
@@ -65,6 +67,39 @@ describe('HTTP machinery', () => {
       expect(response.json().detail).toContain('application/xml');
     });
 
+    it('refuses query parameters a route does not declare, on every kind of route', async () => {
+      const id = (await hub.inject({ method: 'GET', url: '/api/v2/namespaces?filter[name][EQ]=default', headers: auth })).json().data[0]._id as string;
+      const requests = [
+        { method: 'GET', url: `/api/v2/namespaces/${id}?fields=name` },
+        { method: 'PUT', url: `/api/v2/namespaces/${id}?force=true`, payload: { name: 'default', isDefault: true } },
+        { method: 'PATCH', url: `/api/v2/namespaces/${id}?dryRun=1`, payload: [] },
+        { method: 'DELETE', url: `/api/v2/namespaces/${id}?cascade=true` },
+        { method: 'POST', url: '/api/v2/namespaces?upsert=true', payload: { name: 'never-created' } },
+        { method: 'POST', url: '/api/v2/auth/login?remember=1', payload: { username: 'admin', password: 'x' } },
+        { method: 'GET', url: '/health/ready?verbose=1' },
+      ] as const;
+      for (const { method, url, ...rest } of requests) {
+        const response = await hub.inject({ method, url, headers: auth, ...('payload' in rest ? { payload: rest.payload } : {}) });
+        expect([url, response.statusCode]).toEqual([url, 400]);
+        expect(response.json().errors[0].path).toBe(url.split('?')[1].split('=')[0]);
+      }
+      expect((await hub.inject({ method: 'GET', url: `/api/v2/namespaces/${id}`, headers: auth })).json().name).toBe('default');
+      expect((await hub.inject({ method: 'GET', url: '/api/v2/namespaces?filter[name][EQ]=never-created', headers: auth })).json().totalCount).toBe(0);
+    });
+
+    it('refuses NUL characters in a body, naming where they are', async () => {
+      const response = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/namespaces',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: '{"name":"nul","description":"a\\u0000b"}',
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json().errors).toEqual([{ path: '/description', message: 'The request body at /description must not contain NUL characters' }]);
+      const basic = { authorization: `Basic ${Buffer.from('ad\0min:x').toString('base64')}` };
+      expect((await hub.inject({ method: 'GET', url: '/api/v2/auth/me', headers: basic })).statusCode).toBe(401);
+    });
+
     it('never answers bad input with a 500', async () => {
       const requests = [
         { method: 'GET', url: '/api/v2/namespaces?filter[name][EQ]=%00' },
@@ -116,6 +151,20 @@ describe('HTTP machinery', () => {
       expect([live.statusCode, live.json()]).toEqual([200, { status: 'ok' }]);
       const ready = await hub.inject({ method: 'GET', url: '/health/ready' });
       expect([ready.statusCode, ready.json()]).toEqual([200, { status: 'ok', checks: { database: 'up', migrations: 'applied' } }]);
+    });
+
+    it('is not ready once shutting down, nor when a migration of this release is missing', async () => {
+      const draining = await startTestHub();
+      try {
+        await draining.app.get(DataSource).query(`DELETE FROM migrations WHERE name = 'ChangeNotifications1795330000000'`);
+        const missing = await draining.inject({ method: 'GET', url: '/health/ready' });
+        expect([missing.statusCode, missing.json().detail]).toEqual([503, 'Not ready: the database lacks migrations of this release']);
+        draining.app.get(HealthService).beforeApplicationShutdown();
+        const closing = await draining.inject({ method: 'GET', url: '/health/ready' });
+        expect([closing.statusCode, closing.json().detail]).toEqual([503, 'Not ready: the hub is shutting down']);
+      } finally {
+        await draining.close();
+      }
     });
 
     it('is not ready when the database does not answer', async () => {
@@ -226,6 +275,13 @@ describe('HTTP machinery', () => {
         }
       }
       expect(document.paths['/api/v2/namespaces/{id}'].get['x-hub-permission']).toEqual({ object: '/Namespaces/{id}', action: 'Read' });
+    });
+
+    it('documents a 400 on every operation: a body example where there is a body, a query example elsewhere', () => {
+      for (const { method, operation } of operations()) {
+        const example = operation.responses['400']?.content?.['application/problem+json']?.example as { errors?: { path: string }[] } | undefined;
+        expect(example?.errors?.[0].path).toBe(['post', 'put', 'patch'].includes(method) ? '/name' : 'filter[nam][EQ]');
+      }
     });
 
     it('uses named schemas and documents errors as problem details with examples', () => {

@@ -97,6 +97,9 @@ export class ProblemFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const problem = toProblem(exception, request) ?? { status: 500, detail: 'Internal server error' };
     if (problem.status >= 500) this.logger.error({ err: exception, requestId: request.id }, 'Request failed');
+    // Input the hub let through to PostgreSQL: a 4xx for the client, but a gap in validation (or a
+    // bug in the hub's SQL) for whoever reads the logs.
+    else if (exception instanceof QueryFailedError) this.logger.warn({ err: exception, requestId: request.id }, 'PostgreSQL refused a value');
     if (!reply.sent) sendProblem(reply, request.id, problem);
   }
 }

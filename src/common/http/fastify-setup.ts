@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
-import { InvalidInputError } from '../errors/hub-errors.js';
+import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
 import { fastifyProblem, sendProblem } from '../errors/problem.filter.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 
 export const BODY_LIMIT_BYTES = 1_048_576;
-/** Deeper JSON is refused before anything walks it recursively (validation would overflow the stack). */
 export const MAX_BODY_DEPTH = 64;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -17,16 +16,28 @@ function requestId(request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** True when a parsed JSON value nests arrays or objects deeper than `limit`; iterative, so it cannot overflow. */
-export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  const pending: [unknown, number][] = [[value, 0]];
+/**
+ * What no body may hold, checked once after parsing and before anything walks it recursively:
+ * nesting deeper than MAX_BODY_DEPTH (validation would overflow the stack) and NUL characters,
+ * which PostgreSQL cannot store in text. Iterative, so that it cannot overflow itself.
+ */
+export function bodyProblem(body: unknown): FieldError | undefined {
+  const pending: [unknown, string, number][] = [[body, '', 0]];
   for (let item = pending.pop(); item; item = pending.pop()) {
-    const [node, depth] = item;
+    const [node, path, depth] = item;
+    if (typeof node === 'string') {
+      if (node.includes('\0')) return { path, message: 'must not contain NUL characters' };
+      continue;
+    }
     if (typeof node !== 'object' || node === null) continue;
-    if (depth >= limit) return true;
-    for (const child of Object.values(node)) pending.push([child, depth + 1]);
+    if (depth >= MAX_BODY_DEPTH) return { path, message: `nests deeper than ${MAX_BODY_DEPTH} levels` };
+    for (const [key, child] of Object.entries(node)) {
+      const childPath = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (key.includes('\0')) return { path: childPath, message: 'must not contain NUL characters in its name' };
+      pending.push([child, childPath, depth + 1]);
+    }
   }
-  return false;
+  return undefined;
 }
 
 /** Options of the Fastify instance under Nest. */
@@ -43,7 +54,9 @@ export function fastifyOptions(logger: Logger): FastifyServerOptions {
       void reply.header('x-request-id', request.id);
       sendProblem(reply, request.id, fastifyProblem(error, request) ?? { status: 400, detail: error.message });
     },
-    return503OnClosing: true,
+    // While it drains, the hub still serves requests on open connections (the database is open) and
+    // closes each connection after its reply (below); readiness answers 503 meanwhile.
+    return503OnClosing: false,
     // No forceCloseConnections: Nest's adapter reads any value of it as "destroy every open socket
     // on close", which would cut requests in flight. Node's server.close() ends idle keep-alive
     // connections and lets active ones finish.
@@ -77,7 +90,8 @@ export function installHttpHooks(fastify: FastifyInstance, metrics: MetricsServi
     done();
   });
   fastify.addHook('preValidation', (request, _reply, done) => {
-    done(nestsDeeperThan(request.body, MAX_BODY_DEPTH) ? InvalidInputError.at('', `The request body nests deeper than ${MAX_BODY_DEPTH} levels`) : undefined);
+    const problem = bodyProblem(request.body);
+    done(problem && InvalidInputError.at(problem.path, `The request body ${problem.path ? `at ${problem.path} ` : ''}${problem.message}`));
   });
   fastify.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';

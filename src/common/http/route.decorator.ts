@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { applyDecorators, Delete, Get, HttpCode, Patch, Post, Put, SetMetadata, type Type } from '@nestjs/common';
+import { applyDecorators, Delete, Get, HttpCode, Patch, Post, Put, SetMetadata, type ExecutionContext, type Type } from '@nestjs/common';
 import {
   ApiBasicAuth,
   ApiBearerAuth,
@@ -60,6 +60,11 @@ export interface RouteOptions {
 
 export const ROUTE_OPTIONS = 'hub:route';
 
+/** The `@Route` options of the handler a request is routed to. */
+export function routeOptionsOf(context: ExecutionContext): RouteOptions | undefined {
+  return Reflect.getMetadata(ROUTE_OPTIONS, context.getHandler()) as RouteOptions | undefined;
+}
+
 const METHODS = { GET: Get, POST: Post, PUT: Put, PATCH: Patch, DELETE: Delete } as const;
 
 const BODY_MEDIA_TYPES: Partial<Record<HttpMethod, readonly string[]>> = {
@@ -73,10 +78,9 @@ export function acceptedMediaTypes(options: RouteOptions): readonly string[] | u
   return options.consumes ?? BODY_MEDIA_TYPES[options.method];
 }
 
-function problem(status: number, detail: string): MethodDecorator {
+function problem(status: number, detail: string, errors?: { path: string; message: string }[]): MethodDecorator {
   const title = STATUS_CODES[status] ?? 'Error';
-  const errors = status === 400 ? { errors: [{ path: 'filter[nam][EQ]', message: 'names an unknown field "nam"' }] } : {};
-  const example = { type: 'about:blank', title, status, detail, msg: detail, ...errors, requestId: '5f0c6a1e-4b8e-4a5e-9a55-0d7f3c1c2b11' };
+  const example = { type: 'about:blank', title, status, detail, msg: detail, ...(errors && { errors }), requestId: '5f0c6a1e-4b8e-4a5e-9a55-0d7f3c1c2b11' };
   return ApiResponse({
     status,
     description: title,
@@ -161,19 +165,22 @@ function accessDecorators(access: RouteAccess): MethodDecorator[] {
 }
 
 function errorResponses(options: RouteOptions): MethodDecorator[] {
-  const writes = options.method !== 'GET';
+  const takesBody = ['POST', 'PUT', 'PATCH'].includes(options.method);
   const details: Record<number, string> = {};
-  if (options.list ?? options.projection ?? (writes && options.method !== 'DELETE')) {
-    details[400] = 'Invalid query parameter: filter[nam][EQ] names an unknown field "nam"';
-  }
   if (!('public' in options.access)) details[401] = 'A bearer token or HTTP Basic credentials are required';
   if ('object' in options.access) details[403] = `Not allowed: ${options.access.action} on ${options.access.object}`;
   if (options.path?.includes(':')) details[404] = 'Not found';
-  const conditional = options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method);
-  if (conditional) details[412] = 'If-Match does not match the current version "3"; read the resource again';
+  if (options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method))
+    details[412] = 'If-Match does not match the current version "3"; read the resource again';
   if (acceptedMediaTypes(options)) details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
   Object.assign(details, options.errors);
-  return Object.entries(details).map(([status, detail]) => problem(Number(status), detail));
+  // Every route refuses query parameters it does not declare; routes with a body refuse bad bodies.
+  const invalid = takesBody
+    ? problem(400, 'Invalid request body: name must be a string', [{ path: '/name', message: 'name must be a string' }])
+    : problem(400, 'Invalid query parameter: filter[nam][EQ] names an unknown field "nam"', [
+        { path: 'filter[nam][EQ]', message: 'names an unknown field "nam"' },
+      ]);
+  return [invalid, ...Object.entries(details).map(([status, detail]) => problem(Number(status), detail))];
 }
 
 function bodyDecorators(options: RouteOptions): MethodDecorator[] {
