@@ -90,6 +90,21 @@ describe('change feed', () => {
     expect(loads).toBe(2);
   });
 
+  it('lets entries expire, in case notifications are lost without the connection dropping', async () => {
+    const cache = new RowCache<string>(feed, 'users', 100);
+    let loads = 0;
+    const load = () => {
+      loads += 1;
+      return Promise.resolve('value');
+    };
+    await cache.get(userId, load);
+    await cache.get(userId, load);
+    expect(loads).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await cache.get(userId, load);
+    expect(loads).toBe(2);
+  });
+
   it('goes down with its connection, resets its caches, and comes back', async () => {
     const resets: string[] = [];
     feed.subscribe('users', (change) => change === 'reset' && resets.push('reset'));

@@ -205,8 +205,13 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
   });
 
   it('stops with a message naming a bad setting', async () => {
-    const failed = await startHub(mkdtempSync(join(tmpdir(), 'hub-smoke-bad-')), { HUB_TOKEN_TTL: 'soon' }).catch((error: Error) => error.message);
-    expect(failed).toContain('The hub exited with 1');
-    expect(failed).toContain('HUB_TOKEN_TTL must be an integer number');
+    const badDir = mkdtempSync(join(tmpdir(), 'hub-smoke-bad-'));
+    try {
+      const failed = await startHub(badDir, { HUB_TOKEN_TTL: 'soon' }).catch((error: Error) => error.message);
+      expect(failed).toContain('The hub exited with 1');
+      expect(failed).toContain('HUB_TOKEN_TTL must be an integer number');
+    } finally {
+      rmSync(badDir, { recursive: true, force: true });
+    }
   });
 });

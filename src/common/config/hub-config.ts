@@ -137,14 +137,15 @@ function describe(error: ValidationError, env: Record<string, string | undefined
 }
 
 /**
- * Builds the configuration from an environment (normally `process.env`). Values are trimmed, and
- * empty ones count as unset. Throws a {@link ConfigurationError} naming every bad setting.
+ * Builds the configuration from an environment (normally `process.env`). Values other than secrets
+ * are trimmed; blank ones count as unset. Throws a {@link ConfigurationError} naming every bad setting.
  */
 export function loadHubConfig(env: Record<string, string | undefined>, cwd = process.cwd()): HubConfig {
   const given: Record<string, string> = {};
   for (const name of SETTING_NAMES) {
-    const value = env[name]?.trim();
-    if (value) given[name] = value;
+    const value = env[name];
+    // Values are trimmed, but not secrets: a password may well begin or end with a space.
+    if (value?.trim()) given[name] = SECRET_SETTINGS.has(name) ? value : value.trim();
   }
   const settings = plainToInstance(HubEnvironment, given);
   const errors = validateSync(settings, { forbidUnknownValues: true });

@@ -99,17 +99,19 @@ export class ChangeFeed {
 
 /**
  * A per-process cache of rows of one table, kept exact by the change feed: a change drops the
- * row, an interruption drops everything, and nothing is cached while the feed is down. Misses are
- * not cached (ids are UUIDs, never reused).
+ * row, an interruption drops everything, and nothing is cached while the feed is down. Entries
+ * also expire, in case notifications are lost without the connection dropping (a pooler in
+ * transaction mode delivers none). Misses are not cached (ids are UUIDs, never reused).
  */
 export class RowCache<V> {
-  private readonly entries = new Map<string, V>();
+  private readonly entries = new Map<string, { readonly value: V; readonly expires: number }>();
   // Bumped by every invalidation, so that a load that began before one is not stored after it.
   private generation = 0;
 
   constructor(
     private readonly feed: ChangeFeed,
     table: string,
+    private readonly ttlMs = 60_000,
     private readonly maxEntries = 10_000,
   ) {
     feed.subscribe(table, (change) => {
@@ -122,12 +124,12 @@ export class RowCache<V> {
   async get(id: string, load: (id: string) => Promise<V | null>): Promise<V | null> {
     if (!this.feed.live) return load(id);
     const cached = this.entries.get(id);
-    if (cached !== undefined) return cached;
+    if (cached && cached.expires > Date.now()) return cached.value;
     const generation = this.generation;
     const value = await load(id);
     if (value !== null && generation === this.generation && this.feed.live) {
       if (this.entries.size >= this.maxEntries) this.entries.clear();
-      this.entries.set(id, value);
+      this.entries.set(id, { value, expires: Date.now() + this.ttlMs });
     }
     return value;
   }

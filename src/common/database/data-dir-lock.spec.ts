@@ -259,7 +259,7 @@ describe('DataDirLock', () => {
         const winner = contenders[said.indexOf('locked\n')];
         expect(readLock().pid).toBe(winner.pid);
         for (const child of contenders) child.kill('SIGKILL');
-        await Promise.all(contenders.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
+        await Promise.all(contenders.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => once(child, 'exit')));
         rmSync(lockFile, { force: true });
       }
     });

@@ -6,6 +6,12 @@ import type { LogLevel } from '../config/hub-config.js';
 const SECRET_FIELDS = ['authorization', 'cookie', 'password', 'currentPassword', 'newPassword', 'token', 'accessToken', 'invitationToken', 'secret'];
 const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', ...SECRET_FIELDS, ...SECRET_FIELDS.map((field) => `*.${field}`)];
 
+/** Errors as pino writes them, less a failed query's bound values (password hashes, credential data). */
+function serializeError(error: Error): Record<string, unknown> {
+  const { parameters: _parameters, ...serialized } = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
+  return serialized;
+}
+
 /** The process's root logger: JSON lines with ISO timestamps and textual levels, secrets redacted. */
 export function createRootLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -15,6 +21,7 @@ export function createRootLogger(level: LogLevel, destination?: pino.Destination
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      serializers: { err: serializeError },
     },
     destination,
   );

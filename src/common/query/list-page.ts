@@ -74,6 +74,7 @@ export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuil
   const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
   qb.select([]);
   for (const column of qb.expressionMap.mainAlias?.metadata.columns ?? []) {
+    if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
     // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
     qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
   }

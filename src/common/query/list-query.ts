@@ -192,24 +192,22 @@ function parseInteger(raw: string | readonly string[] | undefined, parameter: st
   return value;
 }
 
-function parseSort(spec: ListQuerySpec, raw: string | readonly string[] | undefined, errors: FieldError[]): SortOrder {
-  const fallback = () => {
-    const key = spec.defaultSort.replace(/^-/, '');
-    return { key, column: spec.sorts[key], descending: spec.defaultSort.startsWith('-'), tieBreaker: spec.tieBreaker };
-  };
-  if (raw === undefined) return fallback();
-  const allowed = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
-  if (Array.isArray(raw) || (raw as string).includes(',')) {
-    errors.push({ path: 'sort', message: `takes one value: ${allowed.join(', ')}` });
-    return fallback();
-  }
-  const value = raw as string;
+function sortOrder(spec: ListQuerySpec, value: string): SortOrder {
   const key = value.replace(/^-/, '');
-  if (!Object.hasOwn(spec.sorts, key)) {
-    errors.push({ path: 'sort', message: `must be one of ${allowed.join(', ')}` });
-    return fallback();
-  }
   return { key, column: spec.sorts[key], descending: value.startsWith('-'), tieBreaker: spec.tieBreaker };
+}
+
+function parseSort(spec: ListQuerySpec, raw: string | readonly string[] | undefined, errors: FieldError[]): SortOrder {
+  if (raw === undefined) return sortOrder(spec, spec.defaultSort);
+  const allowed = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
+  if (typeof raw !== 'string' || raw.includes(',')) {
+    errors.push({ path: 'sort', message: `takes one value: ${allowed.join(', ')}` });
+  } else if (!Object.hasOwn(spec.sorts, raw.replace(/^-/, ''))) {
+    errors.push({ path: 'sort', message: `must be one of ${allowed.join(', ')}` });
+  } else {
+    return sortOrder(spec, raw);
+  }
+  return sortOrder(spec, spec.defaultSort);
 }
 
 /**
