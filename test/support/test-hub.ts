@@ -46,20 +46,30 @@ export async function startTestHub({ env = {}, logs }: TestHubOptions = {}): Pro
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
   const database = await createDatabaseFromTemplate(serverUrl, template);
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-test-'));
+  const cleanUp = async () => {
+    await dropDatabase(serverUrl, database);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
   const url = databaseUrl(serverUrl, database);
-  const config = loadHubConfig({
-    DATABASE_URL: url,
-    HUB_DATA_DIR: dataDir,
-    HUB_ADMIN_USER: ADMIN_USER,
-    HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
-    HUB_JWT_SECRET: JWT_SECRET,
-    HUB_DB_POOL_SIZE: '4',
-    HUB_LOG_LEVEL: logs ? 'info' : (process.env.HUB_TEST_LOG_LEVEL ?? 'silent'),
-    ...env,
-  });
-  const destination = logs && { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
-  const logger = createRootLogger(config.logLevel, destination);
-  const app = await createHubApp(AppModule.register(config, logger), logger);
+  let app: NestFastifyApplication;
+  try {
+    const config = loadHubConfig({
+      DATABASE_URL: url,
+      HUB_DATA_DIR: dataDir,
+      HUB_ADMIN_USER: ADMIN_USER,
+      HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      HUB_JWT_SECRET: JWT_SECRET,
+      HUB_DB_POOL_SIZE: '4',
+      HUB_LOG_LEVEL: logs ? 'info' : (process.env.HUB_TEST_LOG_LEVEL ?? 'silent'),
+      ...env,
+    });
+    const destination = logs && { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
+    const logger = createRootLogger(config.logLevel, destination);
+    app = await createHubApp(AppModule.register(config, logger), logger);
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
   const inject = (options: InjectOptions) => app.inject(options);
   const login = async (username: string, password: string) => {
     const response = await inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password } });
@@ -75,8 +85,7 @@ export async function startTestHub({ env = {}, logs }: TestHubOptions = {}): Pro
     login,
     async close() {
       await app.close();
-      await dropDatabase(serverUrl, database);
-      rmSync(dataDir, { recursive: true, force: true });
+      await cleanUp();
     },
   };
 }
