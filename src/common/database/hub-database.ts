@@ -46,7 +46,7 @@ export async function migrate(dataSource: DataSource, logger?: Logger): Promise<
 }
 
 /** Where a URL points, without its password, for messages. */
-export function describeDatabaseUrl(url: string): string {
+function describeDatabaseUrl(url: string): string {
   const parsed = new URL(url);
   return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
 }

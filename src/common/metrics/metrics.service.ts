@@ -33,10 +33,6 @@ export class MetricsService {
     this.durations.observe(labels, seconds);
   }
 
-  get contentType(): string {
-    return this.registry.contentType;
-  }
-
   render(): Promise<string> {
     return this.registry.metrics();
   }
