@@ -8,13 +8,24 @@ import { readOrCreateSecretFile } from '../common/config/secret-file.js';
 import { DatabaseModule } from '../common/database/database.module.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
-import { AuthService } from './auth.service.js';
+import { AuthService, TOKEN_ISSUER } from './auth.service.js';
 import { BootstrapAdministrator } from './bootstrap-administrator.js';
+import { CallerCache } from './caller-cache.js';
+import { GroupGroupMember, GroupUserMember } from './entities/group-member.entity.js';
+import { Group } from './entities/group.entity.js';
+import { LoginFailure } from './entities/login-failure.entity.js';
+import { UserInvitation } from './entities/user-invitation.entity.js';
 import { User } from './entities/user.entity.js';
+import { GroupsController } from './groups.controller.js';
+import { GroupsRepository } from './groups.repository.js';
+import { GroupsService } from './groups.service.js';
+import { LoginThrottle } from './login-throttle.js';
 import { PasswordHasher } from './password-hasher.js';
+import { PasswordPolicy } from './password-policy.js';
+import { PrincipalsController } from './principals.controller.js';
+import { UsersController } from './users.controller.js';
 import { UsersRepository } from './users.repository.js';
-
-const TOKEN_ISSUER = 'hub';
+import { UsersService } from './users.service.js';
 
 /**
  * HUB_JWT_SECRET, or a secret generated once and kept in the data directory, as a key object:
@@ -27,7 +38,7 @@ function jwtKey(config: HubConfig): KeyObject {
 
 @Module({
   imports: [
-    DatabaseModule.forFeature([User]),
+    DatabaseModule.forFeature([User, Group, GroupUserMember, GroupGroupMember, UserInvitation, LoginFailure]),
     JwtModule.registerAsync({
       inject: [HubConfig],
       useFactory: (config: HubConfig) => ({
@@ -37,8 +48,20 @@ function jwtKey(config: HubConfig): KeyObject {
       }),
     }),
   ],
-  controllers: [AuthController],
-  providers: [AuthService, UsersRepository, PasswordHasher, BootstrapAdministrator, { provide: APP_GUARD, useClass: AuthGuard }],
-  exports: [AuthService],
+  controllers: [AuthController, UsersController, GroupsController, PrincipalsController],
+  providers: [
+    AuthService,
+    UsersService,
+    GroupsService,
+    UsersRepository,
+    GroupsRepository,
+    PasswordHasher,
+    PasswordPolicy,
+    LoginThrottle,
+    CallerCache,
+    BootstrapAdministrator,
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+  exports: [AuthService, UsersService, GroupsService],
 })
 export class AuthModule {}

@@ -1,6 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
+import { ClockModule } from './clock/clock.js';
 import { ConfigModule } from './config/config.module.js';
 import type { HubConfig } from './config/hub-config.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -11,13 +13,13 @@ import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { InputValidationPipe } from './validation/input-validation.pipe.js';
 
-/** What every area stands on: configuration, logging, the database, metrics and the HTTP pipeline. */
+/** What every area stands on: configuration, the clock, logging, the database, metrics, the scheduler and the HTTP pipeline. */
 @Module({})
 export class CommonModule {
   static forRoot(config: HubConfig, logger: Logger): DynamicModule {
     return {
       module: CommonModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), DatabaseModule.forRoot(), MetricsModule],
+      imports: [ConfigModule.forRoot(config), ClockModule, LoggingModule.forRoot(logger), DatabaseModule.forRoot(), MetricsModule, ScheduleModule.forRoot()],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
         { provide: APP_PIPE, useClass: InputValidationPipe },

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import { fetchListPage, type ListPage } from '../common/query/list-page.js';
@@ -11,10 +12,6 @@ export interface NamespaceChanges {
   readonly name: string;
   readonly description: string | null;
   readonly isDefault: boolean;
-}
-
-function lockById(manager: EntityManager, id: string): Promise<Namespace | null> {
-  return manager.getRepository(Namespace).createQueryBuilder('namespace').setLock('pessimistic_write').where('namespace.id = :id', { id }).getOne();
 }
 
 /** Only one namespace is the default: the previous one gives the flag up in the same transaction. */
@@ -59,13 +56,11 @@ export class NamespacesRepository {
   async update(id: string, decide: (current: Namespace) => Promise<NamespaceChanges> | NamespaceChanges): Promise<Namespace | null> {
     let name: string | undefined;
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const current = await lockById(manager, id);
-        if (!current) return null;
+      return await updateLocked(this.dataSource, Namespace, id, async (current, manager) => {
         const changes = await decide(current);
         name = changes.name;
         if (changes.isDefault && !current.isDefault) await clearDefault(manager);
-        return manager.save(Object.assign(current, changes));
+        return changes;
       });
     } catch (error) {
       throw conflictOf(error, name);
@@ -74,12 +69,6 @@ export class NamespacesRepository {
 
   /** Deletes a namespace under a row lock once `check` (If-Match, what it still holds) passes. */
   delete(id: string, check: (current: Namespace, manager: EntityManager) => Promise<void>): Promise<Namespace | null> {
-    return this.dataSource.transaction(async (manager) => {
-      const current = await lockById(manager, id);
-      if (!current) return null;
-      await check(current, manager);
-      await manager.delete(Namespace, { id });
-      return current;
-    });
+    return deleteLocked(this.dataSource, Namespace, id, check);
   }
 }

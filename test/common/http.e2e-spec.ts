@@ -265,7 +265,7 @@ describe('HTTP machinery', () => {
     it('declares the bearer scheme, and credentials and a permission on every non-public route', () => {
       expect(document.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: expect.any(String) });
       expect(document.components.securitySchemes.basicAuth).toMatchObject({ type: 'http', scheme: 'basic' });
-      const publicRoutes = ['/api/v2/auth/login', '/health/live', '/health/ready'];
+      const publicRoutes = ['/api/v2/auth/login', '/api/v2/auth/accounts', '/health/live', '/health/ready'];
       for (const { path, operation } of operations()) {
         if (publicRoutes.includes(path)) {
           expect(operation.security).toBeUndefined();
@@ -302,7 +302,7 @@ describe('HTTP machinery', () => {
       const conflict = create.responses['409'].content?.['application/problem+json'];
       expect(conflict?.schema).toEqual({ $ref: '#/components/schemas/ProblemDetailsDto' });
       expect(conflict?.example?.msg).toContain('already exists');
-      expect(Object.keys(document.paths['/api/v2/auth/login'].post.responses).sort()).toEqual(['200', '400', '401', '415']);
+      expect(Object.keys(document.paths['/api/v2/auth/login'].post.responses).sort()).toEqual(['200', '400', '401', '415', '429']);
     });
 
     it('lists every filter, paging and sort parameter of a list operation', () => {

@@ -1,8 +1,18 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn, VersionColumn } from 'typeorm';
 
-/** A person or script that logs in. User names are unique ignoring case (an expression index). */
+/**
+ * A person or script that logs in. User names are unique ignoring case, external ids unique, and
+ * the text filters have trigram indexes (all made by hand in the migrations).
+ */
 @Entity({ name: 'users' })
+@Index('users_created_idx', ['created', 'id'])
+@Index('users_modified_idx', ['modified', 'id'])
 @Index('users_user_name_lower_key', { synchronize: false })
+@Index('users_external_id_key', { synchronize: false })
+@Index('users_user_name_trgm_idx', { synchronize: false })
+@Index('users_display_name_trgm_idx', { synchronize: false })
+@Index('users_email_trgm_idx', { synchronize: false })
+@Index('users_display_name_lower_idx', { synchronize: false })
 export class User {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

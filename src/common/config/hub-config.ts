@@ -26,6 +26,13 @@ export abstract class HubConfig {
   abstract readonly adminPassword?: string;
   abstract readonly jwtSecret?: string;
   abstract readonly tokenTtlSeconds: number;
+  /** Password policy: the shortest password accepted (a password may never equal its user name). */
+  abstract readonly passwordMinLength: number;
+  /** Failed logins for one user name within `loginLockoutSeconds` that lock the name for that long. */
+  abstract readonly loginFailureLimit: number;
+  abstract readonly loginLockoutSeconds: number;
+  /** How long an invitation stays valid when its creator gives no `invitationExpiry`. */
+  abstract readonly invitationTtlSeconds: number;
   abstract readonly clusterDriver: ClusterDriverName;
   abstract readonly sharedDir: string;
   abstract readonly logLevel: LogLevel;
@@ -115,6 +122,34 @@ class HubEnvironment {
   HUB_TOKEN_TTL = 3600;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  HUB_PASSWORD_MIN_LENGTH = 8;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  HUB_LOGIN_FAILURE_LIMIT = 5;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(24 * 3600)
+  HUB_LOGIN_LOCKOUT = 900;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(60)
+  @Max(365 * 24 * 3600)
+  HUB_INVITATION_TTL = 7 * 24 * 3600;
+
+  @IsOptional()
   @IsIn(CLUSTER_DRIVERS)
   HUB_CLUSTER_DRIVER: ClusterDriverName = 'local';
 
@@ -163,6 +198,10 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     adminPassword: settings.HUB_ADMIN_PASSWORD,
     jwtSecret: settings.HUB_JWT_SECRET,
     tokenTtlSeconds: settings.HUB_TOKEN_TTL,
+    passwordMinLength: settings.HUB_PASSWORD_MIN_LENGTH,
+    loginFailureLimit: settings.HUB_LOGIN_FAILURE_LIMIT,
+    loginLockoutSeconds: settings.HUB_LOGIN_LOCKOUT,
+    invitationTtlSeconds: settings.HUB_INVITATION_TTL,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,
     sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(dataDir, 'work'),
     logLevel: settings.HUB_LOG_LEVEL,

@@ -1,10 +1,13 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-/** A row of `table` was updated or deleted (see the ChangeNotifications migration). */
+/**
+ * A row of `table` was updated or deleted, or, without `id`, rows of `table` changed in any way
+ * (see the ChangeNotifications and Groups migrations).
+ */
 export interface RowChange {
   readonly table: string;
-  readonly id: string;
+  readonly id?: string;
 }
 
 /** A row change, or `reset`: the feed was interrupted and changes may have been missed. */
@@ -115,10 +118,26 @@ export class RowCache<V> {
     private readonly maxEntries = 10_000,
   ) {
     feed.subscribe(table, (change) => {
-      this.generation += 1;
-      if (change === 'reset') this.entries.clear();
-      else this.entries.delete(change.id);
+      if (change === 'reset' || change.id === undefined) this.clear();
+      else this.forget(change.id);
     });
+  }
+
+  /** Also drops every entry when `table` changes: for values built from rows of other tables too. */
+  clearOn(table: string): this {
+    this.feed.subscribe(table, () => this.clear());
+    return this;
+  }
+
+  /** Drops one entry now; for this process's own writes, which must show on its next request. */
+  forget(id: string): void {
+    this.generation += 1;
+    this.entries.delete(id);
+  }
+
+  clear(): void {
+    this.generation += 1;
+    this.entries.clear();
   }
 
   async get(id: string, load: (id: string) => Promise<V | null>): Promise<V | null> {

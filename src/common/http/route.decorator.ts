@@ -40,8 +40,8 @@ export interface RouteOptions {
   readonly access: RouteAccess;
   /** Success status; 200 unless given. */
   readonly status?: number;
-  /** Schema of the success body. */
-  readonly response?: Type<unknown>;
+  /** Schema of the success body; `[Dto]` for a plain array. */
+  readonly response?: Type<unknown> | [Type<unknown>];
   /** A list operation: its filters, sorts, paging and projection. */
   readonly list?: ListQuerySpec;
   /** Fields a single-resource read accepts in `fields`/`excludeFields`. */
@@ -139,6 +139,8 @@ function listParameters(spec: ListQuerySpec): MethodDecorator[] {
     ),
   );
   const sorts = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
+  const projection = spec.projection ? projectionParameters(spec.projection) : [];
+  if (spec.paged === false) return [...filters, ...projection];
   return [
     ...filters,
     ApiQuery({ name: 'page[offset]', required: false, schema: { type: 'integer', minimum: 0, default: 0 }, description: 'Items to skip' }),
@@ -154,7 +156,7 @@ function listParameters(spec: ListQuerySpec): MethodDecorator[] {
       schema: { type: 'string', enum: sorts, default: spec.defaultSort },
       description: 'Sort key; a leading - reverses the order',
     }),
-    ...(spec.projection ? projectionParameters(spec.projection) : []),
+    ...projection,
   ];
 }
 

@@ -61,8 +61,26 @@ export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: r
 }
 
 /**
- * Runs a list query over a query builder on one flat entity (holding any scoping `where` of its
- * own): the filtered count and the sorted page, in parallel. The builder makes the SQL, which runs
+ * Selects each column of the builder's entity under its property name; a builder over a derived
+ * table (`from('(SELECT ...)', alias)`) names its columns itself, so all of them are taken.
+ */
+function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>): void {
+  const alias = qb.expressionMap.mainAlias;
+  if (!alias?.hasMetadata) {
+    qb.select(`${qb.escape(qb.alias)}.*`);
+    return;
+  }
+  qb.select([]);
+  for (const column of alias.metadata.columns) {
+    if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
+    // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
+    qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
+  }
+}
+
+/**
+ * Runs a list query over a query builder on one flat entity or derived table (holding any scoping
+ * `where` of its own): the filtered count and the sorted page, in parallel. The builder makes the SQL, which runs
  * as plain SQL: executing through the builder (getMany, even getRawMany) cost more CPU than all the
  * rest of a list request in the hub's own code. Items are rows with each column under its property
  * name, not entity instances, as mappers only read properties (so column transformers are not
@@ -72,12 +90,7 @@ export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuil
   whereFilters(qb, query.filters);
   const direction = query.sort.descending ? 'DESC' : 'ASC';
   const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
-  qb.select([]);
-  for (const column of qb.expressionMap.mainAlias?.metadata.columns ?? []) {
-    if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
-    // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
-    qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
-  }
+  selectRowColumns(qb);
   const [pageSql, pageParameters] = qb
     .orderBy(query.sort.column, direction)
     .addOrderBy(query.sort.tieBreaker, direction)
@@ -89,4 +102,13 @@ export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuil
     qb.connection.query<T[]>(pageSql, pageParameters),
   ]);
   return { items, totalCount: Number(count[0]?.count ?? 0) };
+}
+
+/** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
+export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
+  whereFilters(qb, query.filters);
+  selectRowColumns(qb);
+  const direction = query.sort.descending ? 'DESC' : 'ASC';
+  const [sql, parameters] = qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction).getQueryAndParameters();
+  return qb.connection.query<T[]>(sql, parameters);
 }

@@ -41,6 +41,11 @@ export interface ListQuerySpec {
   readonly tieBreaker: string;
   /** Field names accepted by `fields`/`excludeFields`; absent means no projection. */
   readonly projection?: readonly string[];
+  /**
+   * False for an operation that answers a plain array in its default order (a group's members):
+   * it takes filters only, and `page[...]` or `sort` is refused like any unknown parameter.
+   */
+  readonly paged?: false;
 }
 
 export type FilterValue = string | boolean | readonly string[];
@@ -72,6 +77,8 @@ export const MAX_PAGE_LIMIT = 1000;
 const MAX_OFFSET = 2_147_483_647;
 const MAX_LIST_VALUES = 1000;
 const MAX_STRING_LENGTH = 1024;
+const PAGED_PARAMETERS = ['page[offset]', 'page[limit]', 'sort', 'fields', 'excludeFields'];
+const UNPAGED_PARAMETERS = ['fields', 'excludeFields'];
 const FILTER_PARAMETER = /^filter\[([^\][]+)\]\[([^\][]+)\]$/;
 
 function kindOf(type: FilterFieldType): string {
@@ -223,7 +230,7 @@ export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
     if (parameter.startsWith('filter[') || parameter === 'filter') {
       const condition = parseFilter(spec, parameter, value, errors);
       if (condition) filters.push(condition);
-    } else if (!['page[offset]', 'page[limit]', 'sort', 'fields', 'excludeFields'].includes(parameter)) {
+    } else if (!(spec.paged === false ? UNPAGED_PARAMETERS : PAGED_PARAMETERS).includes(parameter)) {
       errors.push({ path: parameter, message: 'is not a parameter of this operation' });
     }
   }

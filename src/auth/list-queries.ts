@@ -1,0 +1,76 @@
+import { defineListQuery } from '../common/query/list-query.js';
+import { GROUP_FIELDS, MEMBERSHIP_TYPES, PRINCIPAL_TYPES } from './dto/group.dto.js';
+import { USER_FIELDS } from './dto/user.dto.js';
+
+/** What `GET /auth/users` accepts (hub-interface §4.2); columns are over the alias `users`. */
+export const USER_LIST_QUERY = defineListQuery({
+  filters: {
+    _id: { column: 'users.id', type: 'uuid', operators: ['EQ', 'IN'] },
+    userName: { column: 'users.user_name', type: 'string', operators: ['EQ', 'CO'] },
+    displayName: { column: 'users.display_name', type: 'string', operators: ['EQ', 'CO'] },
+    email: { column: 'users.email', type: 'string', operators: ['EQ', 'CO'] },
+    active: { column: 'users.active', type: 'boolean', operators: ['EQ'] },
+    externalId: { column: 'users.external_id', type: 'string', operators: ['PR'] },
+    system: { column: 'users.system', type: 'boolean', operators: ['EQ'] },
+    invitationPending: { column: 'users.invitation_pending', type: 'boolean', operators: ['EQ'] },
+    _created: { column: 'users.created', type: 'datetime', operators: ['LT', 'GT'] },
+    _modified: { column: 'users.modified', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { userName: 'lower(users.user_name)', displayName: 'lower(users.display_name)', _created: 'users.created', _modified: 'users.modified' },
+  defaultSort: 'userName',
+  tieBreaker: 'users.id',
+  projection: USER_FIELDS,
+});
+
+/** What `GET /auth/groups` accepts; columns are over the alias `groups`. */
+export const GROUP_LIST_QUERY = defineListQuery({
+  filters: {
+    _id: { column: 'groups.id', type: 'uuid', operators: ['EQ', 'IN'] },
+    name: { column: 'groups.name', type: 'string', operators: ['EQ', 'CO'] },
+    externalId: { column: 'groups.external_id', type: 'string', operators: ['PR'] },
+    system: { column: 'groups.system', type: 'boolean', operators: ['EQ'] },
+    _created: { column: 'groups.created', type: 'datetime', operators: ['LT', 'GT'] },
+    _modified: { column: 'groups.modified', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { name: 'lower(groups.name)', _created: 'groups.created', _modified: 'groups.modified' },
+  defaultSort: 'name',
+  tieBreaker: 'groups.id',
+  projection: GROUP_FIELDS,
+});
+
+/** What `GET /auth/principals` accepts: users and groups as one derived table `principal`. */
+export const PRINCIPAL_LIST_QUERY = defineListQuery({
+  filters: {
+    _id: { column: 'principal."id"', type: 'uuid', operators: ['EQ', 'IN'] },
+    _type: { column: 'principal."type"', type: PRINCIPAL_TYPES, operators: ['EQ'] },
+    displayName: { column: 'principal."displayName"', type: 'string', operators: ['EQ', 'CO', 'SW'] },
+    external: { column: 'principal."external"', type: 'boolean', operators: ['EQ'] },
+    system: { column: 'principal."system"', type: 'boolean', operators: ['EQ'] },
+  },
+  sorts: { displayName: 'lower(principal."displayName")' },
+  defaultSort: 'displayName',
+  tieBreaker: 'principal."id"',
+});
+
+/** What `GET /auth/groups/{groupId}/members` accepts; the reply is a plain array, by name. */
+export const GROUP_MEMBER_LIST_QUERY = defineListQuery({
+  filters: {
+    membershipType: { column: 'member."membershipType"', type: MEMBERSHIP_TYPES, operators: ['EQ'] },
+    principalType: { column: 'member."principalType"', type: PRINCIPAL_TYPES, operators: ['EQ'] },
+  },
+  sorts: { name: 'lower(member."name")' },
+  defaultSort: 'name',
+  tieBreaker: 'member."id"',
+  paged: false,
+});
+
+/** What `GET /auth/users/{userId}/groups` accepts; the reply is a plain array, by name. */
+export const USER_GROUP_LIST_QUERY = defineListQuery({
+  filters: {
+    membershipType: { column: 'membership."membershipType"', type: MEMBERSHIP_TYPES, operators: ['EQ'] },
+  },
+  sorts: { name: 'lower(membership."name")' },
+  defaultSort: 'name',
+  tieBreaker: 'membership."id"',
+  paged: false,
+});

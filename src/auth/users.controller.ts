@@ -1,0 +1,137 @@
+import { Body, Controller, Param } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { CurrentCaller, type Caller } from '../common/http/caller.js';
+import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
+import type { ListEnvelope } from '../common/http/list-envelope.js';
+import { MessageDto } from '../common/http/message.dto.js';
+import { Route } from '../common/http/route.decorator.js';
+import { ListParams, PatchBody, ProjectionParams, ResourceId } from '../common/http/route-params.js';
+import type { JsonPatch } from '../common/patch/json-patch.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import type { Projection } from '../common/query/projection.js';
+import { UserMembershipDto } from './dto/group.dto.js';
+import { CreatedUserDto, UnixDetailsDto, USER_FIELDS, UserDto, UserInputDto, UserListDto } from './dto/user.dto.js';
+import { USER_GROUP_LIST_QUERY, USER_LIST_QUERY } from './list-queries.js';
+import { UsersService } from './users.service.js';
+
+const DUPLICATE = "A user named 'ada' already exists (names are compared ignoring case)";
+const userId = new ResourceId('User');
+
+@ApiTags('Users')
+@Controller('api/v2/auth/users')
+export class UsersController {
+  constructor(private readonly users: UsersService) {}
+
+  @Route({ method: 'GET', summary: 'Query users', access: { object: '/Users', action: 'Read' }, list: USER_LIST_QUERY, response: UserListDto })
+  queryUsers(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<UserDto>> {
+    return this.users.query(caller, query);
+  }
+
+  @Route({
+    method: 'POST',
+    status: 201,
+    summary: 'Create a user',
+    description:
+      'With `password`, an active account. With `invitationPending: true` and no password, an invitation: the reply carries `invitationToken` this once, valid until `invitationExpiry` (default 7 days) for POST /api/v2/auth/accounts.',
+    access: { object: '/Users', action: 'Create' },
+    response: CreatedUserDto,
+    etag: true,
+    errors: { 409: DUPLICATE },
+  })
+  createUser(@CurrentCaller() caller: Caller, @Body() body: UserInputDto): Promise<Versioned<CreatedUserDto>> {
+    return this.users.create(caller, body);
+  }
+
+  @Route({
+    method: 'GET',
+    path: ':userId',
+    summary: 'Get a user',
+    access: { object: '/Users/{userId}', action: 'Read' },
+    response: UserDto,
+    projection: USER_FIELDS,
+    etag: true,
+  })
+  getUser(
+    @CurrentCaller() caller: Caller,
+    @Param('userId', userId) id: string,
+    @ProjectionParams() projection: Projection | undefined,
+  ): Promise<Versioned<Partial<UserDto>>> {
+    return this.users.get(caller, id, projection);
+  }
+
+  @Route({
+    method: 'PUT',
+    path: ':userId',
+    summary: 'Replace a user',
+    description: 'Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given).',
+    access: { object: '/Users/{userId}', action: 'Update' },
+    response: UserDto,
+    etag: true,
+    errors: { 403: "User 'admin' is a system user and cannot be deactivated", 409: DUPLICATE },
+  })
+  replaceUser(
+    @CurrentCaller() caller: Caller,
+    @Param('userId', userId) id: string,
+    @Body() body: UserInputDto,
+    @IfMatch() ifMatch: EntityTagCondition | undefined,
+  ): Promise<Versioned<UserDto>> {
+    return this.users.replace(caller, id, body, ifMatch);
+  }
+
+  @Route({
+    method: 'PATCH',
+    path: ':userId',
+    summary: 'Patch a user',
+    access: { object: '/Users/{userId}', action: 'Update' },
+    response: UserDto,
+    patch: true,
+    etag: true,
+    errors: { 403: "User 'admin' is a system user and cannot be deactivated", 409: DUPLICATE },
+  })
+  patchUser(
+    @CurrentCaller() caller: Caller,
+    @Param('userId', userId) id: string,
+    @PatchBody() patch: JsonPatch,
+    @IfMatch() ifMatch: EntityTagCondition | undefined,
+  ): Promise<Versioned<UserDto>> {
+    return this.users.patch(caller, id, patch, ifMatch);
+  }
+
+  @Route({
+    method: 'DELETE',
+    path: ':userId',
+    summary: 'Delete a user',
+    description: 'Removes the user from every group. System users cannot be deleted (403).',
+    access: { object: '/Users/{userId}', action: 'Delete' },
+    response: MessageDto,
+    etag: true,
+    errors: { 403: "User 'admin' is a system user and cannot be deleted" },
+  })
+  deleteUser(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string, @IfMatch() ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
+    return this.users.delete(caller, id, ifMatch);
+  }
+
+  @Route({
+    method: 'GET',
+    path: ':userId/groups',
+    summary: "List a user's groups",
+    description: 'Groups the user is in directly, and those it is in through them (`indirect`), by name.',
+    access: { object: '/Users/{userId}', action: 'Read' },
+    list: USER_GROUP_LIST_QUERY,
+    response: [UserMembershipDto],
+  })
+  listUserGroups(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string, @ListParams() query: ListQuery): Promise<UserMembershipDto[]> {
+    return this.users.groups(caller, id, query);
+  }
+
+  @Route({
+    method: 'GET',
+    path: ':userId/unix',
+    summary: "Get a user's unix details",
+    access: { object: '/Users/{userId}', action: 'Read' },
+    response: UnixDetailsDto,
+  })
+  getUserUnixDetails(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string): Promise<UnixDetailsDto> {
+    return this.users.unixDetails(caller, id);
+  }
+}

@@ -1,0 +1,169 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock/clock.js';
+import { HubConfig } from '../common/config/hub-config.js';
+import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { Caller } from '../common/http/caller.js';
+import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
+import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
+import { message, type MessageDto } from '../common/http/message.dto.js';
+import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { applyProjection, type Projection } from '../common/query/projection.js';
+import { validateInput } from '../common/validation/validate-input.js';
+import { CallerCache } from './caller-cache.js';
+import type { UserMembershipDto } from './dto/group.dto.js';
+import { toUnixDetails, toUserResponse, UserInputDto, type CreatedUserDto, type UnixDetailsDto, type UserDto } from './dto/user.dto.js';
+import type { User } from './entities/user.entity.js';
+import { invitationTokenHash, newInvitationToken } from './invitation-token.js';
+import { PasswordHasher } from './password-hasher.js';
+import { PasswordPolicy } from './password-policy.js';
+import { UsersRepository, type UserChanges } from './users.repository.js';
+
+function versioned(user: User): Versioned<UserDto> {
+  return new Versioned(toUserResponse(user), user.version);
+}
+
+function notFound(id: string): NotFoundError {
+  return new NotFoundError(`User ${id} not found`);
+}
+
+function sameInstant(a: Date | null, b: string | null | undefined): boolean {
+  return (a?.getTime() ?? null) === (b ? new Date(b).getTime() : null);
+}
+
+function refuse(errors: FieldError[]): void {
+  if (errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
+}
+
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly hasher: PasswordHasher,
+    private readonly policy: PasswordPolicy,
+    private readonly callers: CallerCache,
+    private readonly config: HubConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<UserDto>> {
+    return toListEnvelope(await this.users.list(query), query, toUserResponse);
+  }
+
+  /**
+   * Creates a user with a password, or, with `invitationPending`, without one: the reply then
+   * carries the invitation's token, this once (only its hash is kept).
+   */
+  async create(_caller: Caller, input: UserInputDto): Promise<Versioned<CreatedUserDto>> {
+    const pending = input.invitationPending ?? false;
+    const errors: FieldError[] = [];
+    if (input.system) errors.push({ path: '/system', message: 'system is set by the hub; only built-in users are system users' });
+    if (pending && input.password !== undefined)
+      errors.push({ path: '/password', message: 'password must be absent when invitationPending is true: the invitee chooses it' });
+    if (!pending && input.password === undefined) errors.push({ path: '/password', message: 'password is required unless invitationPending is true' });
+    if (!pending && input.invitationExpiry) errors.push({ path: '/invitationExpiry', message: 'invitationExpiry needs invitationPending true' });
+    if (pending && input.invitationExpiry && new Date(input.invitationExpiry).getTime() <= this.clock.now().getTime())
+      errors.push({ path: '/invitationExpiry', message: 'invitationExpiry must be in the future' });
+    refuse(errors);
+    const changes = await this.changesFrom(input);
+    if (!pending) return versioned(await this.users.insert(changes));
+    const token = newInvitationToken();
+    const expiry = input.invitationExpiry ? new Date(input.invitationExpiry) : new Date(this.clock.now().getTime() + this.config.invitationTtlSeconds * 1000);
+    const user = await this.users.insert({ ...changes, invitationPending: true, invitationExpiry: expiry }, invitationTokenHash(token));
+    return new Versioned({ ...toUserResponse(user), invitationToken: token }, user.version);
+  }
+
+  async get(_caller: Caller, id: string, projection?: Projection): Promise<Versioned<Partial<UserDto>>> {
+    const user = await this.users.findById(id);
+    if (!user) throw notFound(id);
+    return new Versioned(applyProjection(toUserResponse(user), projection), user.version);
+  }
+
+  async getCurrent(caller: Caller, projection: Projection | undefined): Promise<Versioned<Partial<UserDto>>> {
+    const user = await this.users.findById(caller.userId);
+    if (!user) throw new NotFoundError('Your user record no longer exists');
+    return new Versioned(applyProjection(toUserResponse(user), projection), user.version);
+  }
+
+  async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<UserDto>> {
+    return this.update(id, ifMatch, () => input);
+  }
+
+  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<UserDto>> {
+    return this.update(id, ifMatch, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
+  }
+
+  async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
+    const deleted = await this.users.delete(id, (current) => {
+      requireIfMatch(ifMatch, current.version);
+      if (current.system) throw new ForbiddenError(`User '${current.userName}' is a system user and cannot be deleted`);
+    });
+    if (!deleted) throw notFound(id);
+    this.callers.forget(id);
+    return message(`User '${deleted.userName}' deleted`);
+  }
+
+  async groups(_caller: Caller, id: string, query: ListQuery): Promise<UserMembershipDto[]> {
+    if (!(await this.users.findById(id))) throw notFound(id);
+    return this.users.groupsOf(id, query);
+  }
+
+  async unixDetails(_caller: Caller, id: string): Promise<UnixDetailsDto> {
+    const user = await this.users.findById(id);
+    if (!user) throw notFound(id);
+    return toUnixDetails(user);
+  }
+
+  /** A replace or a patch: `decide` gives the new state once the current one is locked. */
+  private async update(
+    id: string,
+    ifMatch: EntityTagCondition | undefined,
+    decide: (current: User) => UserInputDto | Promise<UserInputDto>,
+  ): Promise<Versioned<UserDto>> {
+    const updated = await this.users.update(id, async (current) => {
+      requireIfMatch(ifMatch, current.version);
+      const input = await decide(current);
+      this.refuseChangesToHubFields(current, input);
+      return { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
+    });
+    if (!updated) throw notFound(id);
+    this.callers.forget(id);
+    return versioned(updated);
+  }
+
+  /**
+   * `system` and `invitationPending` are the hub's to set: a replace may send them back as read,
+   * not change them; a system user stays active, so the hub always keeps an administrator.
+   */
+  private refuseChangesToHubFields(current: User, input: UserInputDto): void {
+    if ((input.system ?? current.system) !== current.system) throw InvalidInputError.at('/system', 'system is set by the hub and cannot be changed');
+    if ((input.invitationPending ?? current.invitationPending) !== current.invitationPending)
+      throw InvalidInputError.at('/invitationPending', 'invitationPending cannot be changed; an invitation is completed with POST /api/v2/auth/accounts');
+    if (current.system && input.active === false) throw new ForbiddenError(`User '${current.userName}' is a system user and cannot be deactivated`);
+  }
+
+  /** A pending invitation's expiry may be moved (absent keeps it); other users have none. */
+  private invitationExpiry(current: User, input: UserInputDto): Date | null {
+    if (!input.invitationExpiry || sameInstant(current.invitationExpiry, input.invitationExpiry)) return current.invitationExpiry;
+    if (!current.invitationPending) throw InvalidInputError.at('/invitationExpiry', 'invitationExpiry applies only while an invitation is pending');
+    const expiry = new Date(input.invitationExpiry);
+    if (expiry.getTime() <= this.clock.now().getTime()) throw InvalidInputError.at('/invitationExpiry', 'invitationExpiry must be in the future');
+    return expiry;
+  }
+
+  /** The columns a body sets; a password is checked against the policy and hashed (absent keeps the current one). */
+  private async changesFrom(input: UserInputDto): Promise<UserChanges> {
+    if (input.password !== undefined) this.policy.check(input.password, input.userName, '/password');
+    return {
+      userName: input.userName,
+      displayName: input.displayName ?? null,
+      email: input.email ?? null,
+      active: input.active ?? true,
+      externalId: input.externalId ?? null,
+      unixHomeDirectory: input.unixHomeDirectory ?? null,
+      unixUserName: input.unixUserName ?? null,
+      userPrincipalName: input.userPrincipalName ?? null,
+      ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }),
+    };
+  }
+}
