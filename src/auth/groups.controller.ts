@@ -129,6 +129,7 @@ export class GroupsController {
     description: `Items \`{op: add|remove, id}\` or \`{op, name, principalType}\`, applied in order as one transaction (at most ${MAX_MEMBER_CHANGES}). An unknown principal, or an addition that would make a group contain itself, is 400 and changes nothing.`,
     access: { object: '/Groups/{groupId}', action: 'Update' },
     response: MessageDto,
+    body: [GroupMemberChangeDto],
     consumes: ['application/json'],
   })
   changeGroupMembers(

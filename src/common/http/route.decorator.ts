@@ -52,6 +52,8 @@ export interface RouteOptions {
   readonly etag?: boolean;
   /** Error replies beyond those the other options imply (status to example detail), e.g. 409. */
   readonly errors?: Readonly<Record<number, string>>;
+  /** Schema of a body the handler's parameter type cannot tell (an array: `[ItemDto]`). */
+  readonly body?: [Type<unknown>];
   /** Body media types; by default `application/json` (and `application/json-patch+json` for PATCH). */
   readonly consumes?: readonly string[];
   /** Success media type when it is not JSON. */
@@ -197,7 +199,7 @@ function bodyDecorators(options: RouteOptions): MethodDecorator[] {
       ApiBody({ schema: { type: 'array', items: operation }, description: 'RFC 6902 JSON Patch' }),
     ];
   }
-  return options.consumes ? [ApiConsumes(...options.consumes)] : [];
+  return [...(options.consumes ? [ApiConsumes(...options.consumes)] : []), ...(options.body ? [ApiBody({ type: options.body })] : [])];
 }
 
 function successResponse(options: RouteOptions): MethodDecorator {

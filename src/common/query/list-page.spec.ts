@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
-import { whereFilters } from './list-page.js';
+import { fetchListPage, fetchListRows, whereFilters } from './list-page.js';
 import { defineListQuery, parseListQuery } from './list-query.js';
 import type { RawQuery } from './query-values.js';
 
@@ -154,5 +154,42 @@ describe('whereFilters', () => {
       expect(sql).toBe(`${SELECT} WHERE t.owner = $1 AND t.name = $2`);
       expect(parameters).toEqual(['me', HOSTILE]);
     });
+  });
+});
+
+describe('fetchListRows and fetchListPage over a derived table', () => {
+  /** Captures the SQL a fetch runs instead of running it. */
+  function capture(): { sql: string[]; qb: ReturnType<typeof derived> } {
+    const sql: string[] = [];
+    const qb = derived();
+    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve([{ count: '0' }])) } });
+    return { sql, qb };
+  }
+
+  function derived() {
+    return dataSource.createQueryBuilder().from<{ name: string }>(`(SELECT 'a' AS "name", 'x' AS "kind")`, 'item');
+  }
+
+  const UNPAGED = defineListQuery({
+    filters: { kind: { column: 'item."kind"', type: 'string', operators: ['EQ'] } },
+    sorts: { name: 'lower(item."name")' },
+    defaultSort: 'name',
+    tieBreaker: 'item."name"',
+    paged: false,
+  });
+
+  it('selects every column of the derived table, filtered and sorted, without a limit', async () => {
+    const { sql, qb } = capture();
+    await fetchListRows(qb, parseListQuery(UNPAGED, { 'filter[kind][EQ]': 'x' }));
+    expect(sql).toHaveLength(1);
+    expect(sql[0]).toMatch(/^SELECT "item"\.\* FROM \(SELECT .*\) "item" WHERE item\."kind" = \$1 ORDER BY lower\(item\."name"\) ASC, item\."name" ASC$/);
+  });
+
+  it('pages a derived table with a count and a limited select', async () => {
+    const { sql, qb } = capture();
+    await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
+    expect(sql).toHaveLength(2);
+    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
+    expect(sql[1]).toMatch(/^SELECT "item"\.\* FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/);
   });
 });

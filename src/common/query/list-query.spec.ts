@@ -575,3 +575,25 @@ describe('invalidQuery', () => {
     expect(error.errors).toEqual(errors);
   });
 });
+
+describe('parseListQuery on an unpaged list (paged: false)', () => {
+  const UNPAGED = defineListQuery({
+    filters: { kind: { column: 'item.kind', type: ['a', 'b'], operators: ['EQ'] } },
+    sorts: { name: 'item.name' },
+    defaultSort: 'name',
+    tieBreaker: 'item.id',
+    paged: false,
+  });
+
+  it('takes filters and applies the default sort', () => {
+    const query = parseListQuery(UNPAGED, { 'filter[kind][EQ]': 'a' });
+    expect(query.filters.map((f) => [f.field, f.operator, f.value])).toEqual([['kind', 'EQ', 'a']]);
+    expect(query.sort).toMatchObject({ key: 'name', descending: false });
+  });
+
+  it.each(['page[offset]', 'page[limit]', 'sort'])('refuses %s as a parameter the operation does not take', (parameter) => {
+    expect(() => parseListQuery(UNPAGED, { [parameter]: parameter === 'sort' ? 'name' : '1' })).toThrow(
+      expect.objectContaining({ errors: [{ path: parameter, message: 'is not a parameter of this operation' }] }),
+    );
+  });
+});

@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import { IsArray, IsInt, IsOptional, IsString, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { InvalidInputError } from '../errors/hub-errors.js';
 import { ServerOwnedFields } from './server-owned-fields.js';
-import { isPlainObject, validateInput } from './validate-input.js';
+import { isPlainObject, validateInput, validateInputList } from './validate-input.js';
 
 class ItemDto {
   @IsString()
@@ -177,5 +177,29 @@ describe('validateInput', () => {
   it('refuses _id on a DTO that does not extend ServerOwnedFields', async () => {
     const error = await invalidInput(validateInput(ItemDto, { _id: 'x', name: 'a' }));
     expect(errorPaths(error)).toEqual(['/_id']);
+  });
+});
+
+describe('validateInputList', () => {
+  it('returns an instance per item', async () => {
+    const items = await validateInputList(ItemDto, [{ name: 'a' }, { name: 'b' }], 10);
+    expect(items).toEqual([Object.assign(new ItemDto(), { name: 'a' }), Object.assign(new ItemDto(), { name: 'b' })]);
+    expect(items[0]).toBeInstanceOf(ItemDto);
+  });
+
+  it.each([
+    ['an object', { name: 'a' }],
+    ['an empty array', []],
+    ['an array over the limit', [{ name: 'a' }, { name: 'b' }, { name: 'c' }]],
+  ])('refuses a body that is %s, at path ""', async (_label, body) => {
+    const error = await invalidInput(validateInputList(ItemDto, body, 2));
+    expect(errorPaths(error)).toEqual(['']);
+  });
+
+  it('reports every bad item with its index in the path', async () => {
+    const error = await invalidInput(validateInputList(ItemDto, [{ name: 'ok' }, { name: '' }, 'text', { name: 'x', extra: 1 }], 10));
+    expect(errorPaths(error)).toEqual(['/2']);
+    const second = await invalidInput(validateInputList(ItemDto, [{ name: 'ok' }, { name: '' }, { name: 'x', extra: 1 }], 10));
+    expect(errorPaths(second)).toEqual(['/1/name', '/2/extra']);
   });
 });
