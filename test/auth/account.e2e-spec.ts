@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import { DataSource } from 'typeorm';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { Clock } from '../../src/common/clock/clock.js';
-import { ADMIN_PASSWORD, ADMIN_USER, bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { ADMIN_PASSWORD, ADMIN_USER, basic, bearer, claimsOf, type InjectResponse, startTestHub, type TestHub } from '../support/test-hub.js';
 
 const AUTH = '/api/v2/auth';
 const LOGIN = `${AUTH}/login`;
@@ -23,14 +23,6 @@ let sequence = 0;
 function unique(prefix: string): string {
   sequence += 1;
   return `${prefix}-${sequence}`;
-}
-
-function claimsOf(token: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
-}
-
-function basic(userName: string, password: string): Record<string, string> {
-  return { authorization: `Basic ${Buffer.from(`${userName}:${password}`).toString('base64')}` };
 }
 
 function errorPaths(response: InjectResponse): string[] {

@@ -1,19 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { JwtService } from '@nestjs/jwt';
 import { DataSource } from 'typeorm';
-import { ADMIN_PASSWORD, ADMIN_USER, bearer, JWT_SECRET, startTestHub, type TestHub } from '../support/test-hub.js';
+import { ADMIN_PASSWORD, ADMIN_USER, basic, bearer, claimsOf, JWT_SECRET, startTestHub, type TestHub } from '../support/test-hub.js';
 
 const LOGIN = '/api/v2/auth/login';
 const ME = '/api/v2/auth/me';
 const USER_FIELDS = ['_id', '_created', '_modified', 'system', 'userName', 'displayName', 'active', 'invitationPending'];
-
-function claimsOf(token: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
-}
-
-function basic(userName: string, password: string): Record<string, string> {
-  return { authorization: `Basic ${Buffer.from(`${userName}:${password}`).toString('base64')}` };
-}
 
 describe('auth', () => {
   let hub: TestHub;

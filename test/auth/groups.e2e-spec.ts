@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
-import { bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { bearer, claimsOf, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface Group {
   _id: string;
@@ -35,10 +35,6 @@ const BASE = '/api/v2/auth/groups';
 const USERS = '/api/v2/auth/users';
 const UNKNOWN_ID = '6f1c4b1e-0000-4000-8000-000000000000';
 const PASSWORD = 'a-member-password';
-
-function claimsOf(token: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
-}
 
 describe('groups', () => {
   let hub: TestHub;
@@ -100,7 +96,6 @@ describe('groups', () => {
   const sql = <T = unknown>(query: string, parameters: unknown[] = []): Promise<T> => hub.app.get(DataSource).query(query, parameters);
   const insertSystemGroup = async (name: string): Promise<string> =>
     (await sql<{ id: string }[]>('INSERT INTO groups (name, system, version) VALUES ($1, true, 1) RETURNING id', [name]))[0].id;
-  const problemPaths = (response: InjectResponse): string[] => (response.json().errors as { path: string }[]).map((error) => error.path);
 
   beforeAll(async () => {
     hub = await startTestHub();

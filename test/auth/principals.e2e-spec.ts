@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
-import { bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { bearer, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface Principal {
   _type: 'User' | 'Group';
@@ -37,7 +37,6 @@ describe('principals', () => {
     expect(response.statusCode).toBe(201);
     return response.json()._id;
   };
-  const problemPaths = (response: InjectResponse): string[] => (response.json().errors as { path: string }[]).map((error) => error.path);
 
   beforeAll(async () => {
     hub = await startTestHub();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
-import { ADMIN_PASSWORD, ADMIN_USER, bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { ADMIN_PASSWORD, ADMIN_USER, bearer, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface User {
   _id: string;
@@ -84,7 +84,6 @@ describe('users', () => {
     });
   const remove = (id: string, headers: Record<string, string> = {}) => hub.inject({ method: 'DELETE', url: `${BASE}/${id}`, headers: { ...auth, ...headers } });
   const login = (username: string, password: string) => hub.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password } });
-  const problemPaths = (response: InjectResponse): string[] => (response.json().errors as { path: string }[]).map((error) => error.path);
   const createGroup = async (name: string): Promise<string> => {
     const response = await hub.inject({ method: 'POST', url: GROUPS, headers: auth, payload: { name } });
     expect(response.statusCode).toBe(201);

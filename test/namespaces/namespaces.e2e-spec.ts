@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NamespacesService } from '../../src/namespaces/namespaces.service.js';
-import { bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { bearer, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface Namespace {
   _id: string;
@@ -41,7 +41,6 @@ describe('namespaces', () => {
       headers: { ...auth, 'content-type': 'application/json-patch+json', ...headers },
       payload: JSON.stringify(operations),
     });
-  const problemPaths = (response: InjectResponse): string[] => (response.json().errors as { path: string }[]).map((error) => error.path);
 
   beforeAll(async () => {
     hub = await startTestHub();

@@ -29,6 +29,20 @@ export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };
 }
 
+export function basic(userName: string, password: string): Record<string, string> {
+  return { authorization: `Basic ${Buffer.from(`${userName}:${password}`).toString('base64')}` };
+}
+
+/** The payload of a JWT, unverified. */
+export function claimsOf(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+/** The `path` of each entry of a problem reply's `errors`. */
+export function problemPaths(response: InjectResponse): string[] {
+  return (response.json<{ errors: { path: string }[] }>().errors ?? []).map((error) => error.path);
+}
+
 export interface TestHubOptions {
   /** Settings to override. */
   readonly env?: Record<string, string>;
