@@ -82,11 +82,11 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function login(hub: RunningHub, password: string): Promise<string> {
+async function login(hub: RunningHub, password: string, username = 'admin'): Promise<string> {
   const response = await fetch(`${hub.url}/api/v2/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password }),
+    body: JSON.stringify({ username, password }),
   });
   expect(response.status).toBe(200);
   return ((await response.json()) as { token: string }).token;
@@ -143,6 +143,29 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     });
     expect(patched.status).toBe(200);
     expect(patched.headers.get('etag')).toBe('"2"');
+  });
+
+  it('serves the identity part of the walk-through: a user, an invitation accepted, nested groups', async () => {
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const post = (path: string, body: unknown, extra: Record<string, string> = headers) =>
+      fetch(`${hub.url}/api/v2/auth/${path}`, { method: 'POST', headers: extra, body: JSON.stringify(body) });
+    expect((await post('users', { userName: 'ada', displayName: 'Ada Lovelace', password: 'correct horse' })).status).toBe(201);
+    const invited = (await (await post('users', { userName: 'grace', invitationPending: true })).json()) as { invitationToken: string };
+    const accepted = await post(
+      'accounts',
+      { token: invited.invitationToken, userName: 'grace', displayName: 'Grace Hopper', password: 'cobol forever' },
+      { 'content-type': 'application/json' },
+    );
+    expect(accepted.status).toBe(200);
+    expect(await login(hub, 'cobol forever', 'grace')).toEqual(expect.any(String));
+    const analysts = (await (await post('groups', { name: 'analysts' })).json()) as { _id: string };
+    const staff = (await (await post('groups', { name: 'staff' })).json()) as { _id: string };
+    const patch = (groupId: string, body: unknown) =>
+      fetch(`${hub.url}/api/v2/auth/groups/${groupId}/members`, { method: 'PATCH', headers, body: JSON.stringify(body) });
+    expect((await patch(analysts._id, [{ op: 'add', name: 'ada', principalType: 'User' }])).status).toBe(200);
+    expect((await patch(staff._id, [{ op: 'add', id: analysts._id }])).status).toBe(200);
+    const members = await fetch(`${hub.url}/api/v2/auth/groups/${staff._id}/members?filter[membershipType][EQ]=indirect`, { headers });
+    expect(await members.json()).toEqual([{ membershipType: 'indirect', principalType: 'User', id: expect.any(String), name: 'ada' }]);
   });
 
   it('refuses a second hub on the same data directory', async () => {
