@@ -54,6 +54,11 @@ export class Identity1795333874460 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "users_display_name_trgm_idx" ON "users" USING gin ("display_name" gin_trgm_ops) WITH (fastupdate = off)`);
     await queryRunner.query(`CREATE INDEX "users_email_trgm_idx" ON "users" USING gin ("email" gin_trgm_ops) WITH (fastupdate = off)`);
     await queryRunner.query(`CREATE INDEX "users_display_name_lower_idx" ON "users" (lower("display_name"))`);
+    // The principals list shows a user's display name, or its user name when it has none.
+    await queryRunner.query(`CREATE INDEX "users_principal_name_lower_idx" ON "users" (lower(coalesce(nullif("display_name", ''), "user_name")))`);
+    await queryRunner.query(
+      `CREATE INDEX "users_principal_name_trgm_idx" ON "users" USING gin ((coalesce(nullif("display_name", ''), "user_name")) gin_trgm_ops) WITH (fastupdate = off)`,
+    );
     await queryRunner.query(`CREATE INDEX "users_modified_idx" ON "users" ("modified", "id")`);
     await queryRunner.query(`CREATE INDEX "users_created_idx" ON "users" ("created", "id")`);
 

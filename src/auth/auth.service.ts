@@ -83,14 +83,12 @@ export class AuthService {
 
   /** Changes the caller's password; a wrong current password counts as a failed login. */
   async changePassword(caller: Caller, change: PasswordChangeDto): Promise<MessageDto> {
-    const hadFailures = await this.throttle.refuseIfLocked(caller.userName);
-    const user = await this.users.findById(caller.userId);
-    if (!user) throw new NotFoundError('Your user record no longer exists');
-    if (!(await this.hasher.verify(user.passwordHash, change.currentPassword))) {
-      await this.throttle.recordFailure(caller.userName);
-      throw InvalidInputError.at('/currentPassword', 'currentPassword is not your current password');
-    }
-    if (hadFailures) await this.throttle.clear(caller.userName);
+    const user = await this.throttle.throttled(caller.userName, async () => {
+      const current = await this.users.findById(caller.userId);
+      if (!current) throw new NotFoundError('Your user record no longer exists');
+      return (await this.hasher.verify(current.passwordHash, change.currentPassword)) ? current : null;
+    });
+    if (!user) throw InvalidInputError.at('/currentPassword', 'currentPassword is not your current password');
     this.policy.check(change.newPassword, user.userName, '/newPassword');
     const passwordHash = await this.hasher.hash(change.newPassword);
     await this.users.update(user.id, () => ({ passwordHash }));
@@ -99,14 +97,12 @@ export class AuthService {
 
   /**
    * Completes an invited account (`POST /auth/accounts`): the token must belong to a pending,
-   * unexpired invitation, and works once. The invitee chooses their user name and display name,
-   * and sets a password or links an external identity (`jwtSubject`, kept as `externalId`).
+   * unexpired invitation, and works once. The invitee chooses their user name, display name and
+   * password, and may link an external identity (`jwtSubject`, kept as `externalId`).
    */
   async acceptInvitation(request: AccountRequestDto): Promise<UserDto> {
-    if (request.password === undefined && request.jwtSubject === undefined)
-      throw InvalidInputError.at('/password', 'password is required unless jwtSubject links an external identity');
-    if (request.password !== undefined) this.policy.check(request.password, request.userName, '/password');
-    const passwordHash = request.password === undefined ? null : await this.hasher.hash(request.password);
+    this.policy.check(request.password, request.userName, '/password');
+    const passwordHash = await this.hasher.hash(request.password);
     const accepted = await this.users.acceptInvitation(invitationTokenHash(request.token), (invited) => {
       if (!invited.invitationPending) throw invalidToken();
       if (invited.invitationExpiry && invited.invitationExpiry.getTime() <= this.clock.now().getTime())
@@ -155,14 +151,12 @@ export class AuthService {
 
   /** Checks a user name and password, throttled per name; unknown names and wrong passwords look alike. */
   private async verifyCredentials(userName: string, password: string): Promise<User> {
-    const hadFailures = await this.throttle.refuseIfLocked(userName);
-    const user = await this.users.findByUserName(userName);
-    const valid = await this.hasher.verify(user?.passwordHash ?? null, password);
-    if (!user || !valid || !canLogIn(user)) {
-      await this.throttle.recordFailure(userName);
-      throw new UnauthorizedError('Invalid user name or password');
-    }
-    if (hadFailures) await this.throttle.clear(userName);
+    const user = await this.throttle.throttled(userName, async () => {
+      const found = await this.users.findByUserName(userName);
+      const valid = await this.hasher.verify(found?.passwordHash ?? null, password);
+      return found && valid && canLogIn(found) ? found : null;
+    });
+    if (!user) throw new UnauthorizedError('Invalid user name or password');
     return user;
   }
 }

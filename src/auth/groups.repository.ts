@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager, type QueryResult, type Repository } from 'typeorm';
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
-import { isUniqueViolation } from '../common/database/postgres-errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import { fetchListPage, fetchListRows, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
@@ -38,10 +38,16 @@ export interface MemberChangeOutcome {
   unchanged: number;
 }
 
-/** Thrown inside the member-change transaction when an addition would close a cycle; rolls it back. */
-export class NestingCycleError extends Error {
-  constructor(readonly index: number) {
-    super(`Member change ${index} would make a group contain itself`);
+/**
+ * Thrown inside the member-change transaction, rolling it back, when change `index` cannot be
+ * made: it would close a cycle, or its principal was deleted since it was looked up.
+ */
+export class MemberChangeError extends Error {
+  constructor(
+    readonly index: number,
+    readonly reason: 'cycle' | 'gone',
+  ) {
+    super(`Member change ${index} cannot be made (${reason})`);
   }
 }
 
@@ -168,12 +174,18 @@ export class GroupsRepository {
     );
   }
 
-  /** Users and groups with these names (compared ignoring case, as names are unique that way). */
-  async principalsByName(userNames: readonly string[], groupNames: readonly string[]): Promise<PrincipalRef[]> {
+  /**
+   * Users and groups with these names, compared ignoring case as the unique indexes compare them;
+   * each carries the name it was asked for as `lookup`.
+   */
+  async principalsByName(userNames: readonly string[], groupNames: readonly string[]): Promise<(PrincipalRef & { lookup: string })[]> {
     if (userNames.length === 0 && groupNames.length === 0) return [];
     return this.dataSource.query(
-      `SELECT 'User' AS "type", id, user_name AS "name" FROM users WHERE lower(user_name) = ANY(SELECT lower(n) FROM unnest($1::text[]) n)
-       UNION ALL SELECT 'Group', id, name FROM groups WHERE lower(name) = ANY(SELECT lower(n) FROM unnest($2::text[]) n)`,
+      `SELECT 'User' AS "type", users.id, users.user_name AS "name", asked.name AS "lookup"
+       FROM unnest($1::text[]) AS asked(name) JOIN users ON lower(users.user_name) = lower(asked.name)
+       UNION ALL
+       SELECT 'Group', groups.id, groups.name, asked.name
+       FROM unnest($2::text[]) AS asked(name) JOIN groups ON lower(groups.name) = lower(asked.name)`,
       [userNames, groupNames],
     );
   }
@@ -181,8 +193,8 @@ export class GroupsRepository {
   /**
    * Applies a batch of member changes to a group in one transaction, in order. Adding a group
    * takes a lock that serialises nesting changes and then checks for a cycle, so the graph stays
-   * acyclic; a cycle throws {@link NestingCycleError} and nothing changes. Null when the group
-   * does not exist.
+   * acyclic; a cycle, or a principal deleted meanwhile, throws {@link MemberChangeError} and
+   * nothing changes. Null when the group does not exist.
    */
   async changeMembers(groupId: string, changes: readonly MemberChange[]): Promise<{ group: Group; outcome: MemberChangeOutcome } | null> {
     return this.dataSource.transaction(async (manager) => {
@@ -200,9 +212,11 @@ export class GroupsRepository {
       for (const [index, { op, member }] of changes.entries()) {
         if (op === 'add' && member.type === 'Group') {
           const [{ closes }]: { closes: boolean }[] = await manager.query(CLOSES_CYCLE_SQL, [groupId, member.id]);
-          if (closes) throw new NestingCycleError(index);
+          if (closes) throw new MemberChangeError(index, 'cycle');
         }
-        const changed = await applyMemberChange(manager, groupId, op, member);
+        const changed = await applyMemberChange(manager, groupId, op, member).catch((error: unknown) => {
+          throw isForeignKeyViolation(error) ? new MemberChangeError(index, 'gone') : error;
+        });
         if (!changed) outcome.unchanged += 1;
         else if (op === 'add') outcome.added += 1;
         else outcome.removed += 1;

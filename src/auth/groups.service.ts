@@ -12,7 +12,7 @@ import { CallerCache } from './caller-cache.js';
 import { GroupInputDto, toGroupResponse, type GroupDto, type GroupMemberChangeDto, type GroupMemberDto } from './dto/group.dto.js';
 import type { PrincipalDto } from './dto/principal.dto.js';
 import type { Group } from './entities/group.entity.js';
-import { GroupsRepository, NestingCycleError, type GroupChanges, type MemberChange, type PrincipalRef } from './groups.repository.js';
+import { GroupsRepository, MemberChangeError, type GroupChanges, type MemberChange, type PrincipalRef } from './groups.repository.js';
 
 function versioned(group: Group): Versioned<GroupDto> {
   return new Versioned(toGroupResponse(group), group.version);
@@ -26,7 +26,7 @@ function changesFrom(input: GroupInputDto): GroupChanges {
   return { name: input.name, externalId: input.externalId ?? null };
 }
 
-const describe = (ref: PrincipalRef) => `${ref.type === 'User' ? 'user' : 'group'} '${ref.name}'`;
+const describePrincipal = (ref: PrincipalRef) => `${ref.type === 'User' ? 'user' : 'group'} '${ref.name}'`;
 
 @Injectable()
 export class GroupsService {
@@ -84,9 +84,12 @@ export class GroupsService {
     try {
       result = await this.groups.changeMembers(id, changes);
     } catch (error) {
-      if (!(error instanceof NestingCycleError)) throw error;
-      const member = changes[error.index].member;
-      throw InvalidInputError.at(`/${error.index}`, `Adding ${describe(member)} would make a group contain itself (directly or through its members)`);
+      if (!(error instanceof MemberChangeError)) throw error;
+      const member = describePrincipal(changes[error.index].member);
+      throw InvalidInputError.at(
+        `/${error.index}`,
+        error.reason === 'cycle' ? `Adding ${member} would make a group contain itself (directly or through its members)` : `The ${member} no longer exists`,
+      );
     }
     if (!result) throw notFound(id);
     this.callers.clear();
@@ -120,7 +123,7 @@ export class GroupsService {
     const named = (type: string) => items.flatMap((item) => (!item.id && item.name && item.principalType === type ? [item.name] : []));
     const [byId, byName] = await Promise.all([this.groups.principalsById(ids), this.groups.principalsByName(named('User'), named('Group'))]);
     const found = new Map<string, PrincipalRef>(byId.map((ref) => [ref.id, ref]));
-    const foundByName = new Map<string, PrincipalRef>(byName.map((ref) => [`${ref.type}:${ref.name.toLowerCase()}`, ref]));
+    const foundByName = new Map<string, PrincipalRef>(byName.map(({ lookup, ...ref }) => [`${ref.type}:${lookup}`, ref]));
     const errors: FieldError[] = [];
     const changes: MemberChange[] = [];
     items.forEach((item, index) => {
@@ -134,7 +137,7 @@ export class GroupsService {
       }
       if (!item.name) return error('', 'Each item names a member by id, or by name with principalType');
       if (!item.principalType) return error('/principalType', 'principalType (User or Group) is required with name');
-      const ref = foundByName.get(`${item.principalType}:${item.name.toLowerCase()}`);
+      const ref = foundByName.get(`${item.principalType}:${item.name}`);
       if (!ref) return error('/name', `No ${item.principalType === 'User' ? 'user' : 'group'} is named '${item.name}'`);
       changes.push({ op: item.op, member: ref });
     });

@@ -14,17 +14,48 @@ const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
  * HUB_LOGIN_LOCKOUT seconds, correct password or not. The state is in the database, so every
  * replica enforces it, and names that do not exist are throttled alike. Locks are temporary by
  * design: an attacker can delay a user, never lock them out for good.
+ *
+ * Within a process, checks of one name run one after another, so that guesses sent in parallel
+ * cannot all be checked before the first failures are recorded; across replicas, at most one
+ * check per replica runs past the limit.
  */
 @Injectable()
 export class LoginThrottle {
+  /** The tail of each name's queue of checks. */
+  private readonly queues = new Map<string, Promise<void>>();
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly config: HubConfig,
     private readonly clock: Clock,
   ) {}
 
-  /** Refuses with 429 and `Retry-After` while the name is locked; tells whether recent failures are on record. */
-  async refuseIfLocked(userName: string): Promise<boolean> {
+  /**
+   * Runs `check` (a password check: its result, or null for a failure) for `userName` unless the
+   * name is locked (429 with `Retry-After`), and records the outcome: a failure counts towards the
+   * lock, a success clears the count.
+   */
+  async throttled<T>(userName: string, check: () => Promise<T | null>): Promise<T | null> {
+    const key = userName.toLowerCase();
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    let done: () => void = () => undefined;
+    const tail = previous.then(() => new Promise<void>((resolve) => (done = resolve)));
+    this.queues.set(key, tail);
+    await previous;
+    try {
+      const hadFailures = await this.refuseIfLocked(userName);
+      const result = await check();
+      if (result === null) await this.recordFailure(userName);
+      else if (hadFailures) await this.clear(userName);
+      return result;
+    } finally {
+      done();
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    }
+  }
+
+  /** Refuses while the name is locked; tells whether failures are on record. */
+  private async refuseIfLocked(userName: string): Promise<boolean> {
     const rows: { locked_until: Date | null }[] = await this.dataSource.query('SELECT locked_until FROM login_failures WHERE name_key = lower($1)', [userName]);
     const lockedUntil = rows[0]?.locked_until;
     const now = this.clock.now().getTime();
@@ -35,7 +66,7 @@ export class LoginThrottle {
   }
 
   /** Records a failure; the one that reaches the limit locks the name. */
-  async recordFailure(userName: string): Promise<void> {
+  private async recordFailure(userName: string): Promise<void> {
     const now = this.clock.now();
     const windowStart = now.getTime() - this.config.loginLockoutSeconds * 1000;
     await this.dataSource.transaction(async (manager) => {
@@ -47,8 +78,7 @@ export class LoginThrottle {
     });
   }
 
-  /** A successful check forgets the name's failures. */
-  async clear(userName: string): Promise<void> {
+  private async clear(userName: string): Promise<void> {
     await this.dataSource.query('DELETE FROM login_failures WHERE name_key = lower($1)', [userName]);
   }
 

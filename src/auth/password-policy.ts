@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HubConfig } from '../common/config/hub-config.js';
-import { InvalidInputError } from '../common/errors/hub-errors.js';
+import { invalidBody } from '../common/validation/validate-input.js';
 
 /** The password policy (HUB_PASSWORD_MIN_LENGTH; never the user name), applied wherever a password is set. */
 @Injectable()
@@ -14,6 +14,6 @@ export class PasswordPolicy {
     // Characters as people count them, not UTF-16 units.
     if ([...password].length < this.config.passwordMinLength) problems.push(`${field} must be at least ${this.config.passwordMinLength} characters long`);
     if (password.toLowerCase() === userName.toLowerCase()) problems.push(`${field} must not be the user name`);
-    if (problems.length > 0) throw new InvalidInputError(`Invalid request body: ${problems.join('; ')}`, [{ path, message: problems.join('; ') }]);
+    if (problems.length > 0) throw invalidBody([{ path, message: problems.join('; ') }]);
   }
 }

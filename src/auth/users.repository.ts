@@ -109,24 +109,23 @@ export class UsersRepository {
   /**
    * Accepts an invitation: finds the user whose invitation token hashes to `tokenHash`, lets
    * `decide` check it and say what changes, and uses the invitation up, all in one transaction,
-   * so that a token works once even under concurrent attempts. Null for an unknown or used token.
+   * so that a token works once even under concurrent attempts. The user row is locked before the
+   * invitation row, in the order a deletion of the user takes them. Null for an unknown or used token.
    */
   async acceptInvitation(tokenHash: Buffer, decide: (invited: User) => Promise<UserChanges> | UserChanges): Promise<User | null> {
     let changes: UserChanges | undefined;
     try {
       return await this.dataSource.transaction(async (manager) => {
-        const deleted: [{ user_id: string }[], number] = await manager.query('DELETE FROM user_invitations WHERE token_hash = $1 RETURNING user_id', [
-          tokenHash,
-        ]);
-        const userId = deleted[0][0]?.user_id;
-        if (!userId) return null;
+        const invitation = await manager.findOneBy(UserInvitation, { tokenHash });
+        if (!invitation) return null;
         const invited = await manager
           .getRepository(User)
           .createQueryBuilder('users')
           .setLock('pessimistic_write')
-          .where('users.id = :userId', { userId })
+          .where('users.id = :userId', { userId: invitation.userId })
           .getOne();
-        if (!invited) return null;
+        const used = await manager.delete(UserInvitation, { userId: invitation.userId, tokenHash });
+        if (!invited || !used.affected) return null;
         changes = await decide(invited);
         return manager.save(Object.assign(invited, changes));
       });

@@ -9,7 +9,7 @@ import { message, type MessageDto } from '../common/http/message.dto.js';
 import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { applyProjection, type Projection } from '../common/query/projection.js';
-import { validateInput } from '../common/validation/validate-input.js';
+import { invalidBody, validateInput } from '../common/validation/validate-input.js';
 import { CallerCache } from './caller-cache.js';
 import type { UserMembershipDto } from './dto/group.dto.js';
 import { toUnixDetails, toUserResponse, UserInputDto, type CreatedUserDto, type UnixDetailsDto, type UserDto } from './dto/user.dto.js';
@@ -31,9 +31,8 @@ function sameInstant(a: Date | null, b: string | null | undefined): boolean {
   return (a?.getTime() ?? null) === (b ? new Date(b).getTime() : null);
 }
 
-function refuse(errors: FieldError[]): void {
-  if (errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
-}
+/** How far ahead an invitation may be set to expire. */
+const MAX_INVITATION_DAYS = 365;
 
 @Injectable()
 export class UsersService {
@@ -62,9 +61,9 @@ export class UsersService {
       errors.push({ path: '/password', message: 'password must be absent when invitationPending is true: the invitee chooses it' });
     if (!pending && input.password === undefined) errors.push({ path: '/password', message: 'password is required unless invitationPending is true' });
     if (!pending && input.invitationExpiry) errors.push({ path: '/invitationExpiry', message: 'invitationExpiry needs invitationPending true' });
-    if (pending && input.invitationExpiry && new Date(input.invitationExpiry).getTime() <= this.clock.now().getTime())
-      errors.push({ path: '/invitationExpiry', message: 'invitationExpiry must be in the future' });
-    refuse(errors);
+    const expiryProblem = pending && input.invitationExpiry ? this.invitationExpiryProblem(new Date(input.invitationExpiry)) : undefined;
+    if (expiryProblem) errors.push({ path: '/invitationExpiry', message: expiryProblem });
+    if (errors.length > 0) throw invalidBody(errors);
     const changes = await this.changesFrom(input);
     if (!pending) return versioned(await this.users.insert(changes));
     const token = newInvitationToken();
@@ -73,16 +72,12 @@ export class UsersService {
     return new Versioned({ ...toUserResponse(user), invitationToken: token }, user.version);
   }
 
-  async get(_caller: Caller, id: string, projection?: Projection): Promise<Versioned<Partial<UserDto>>> {
-    const user = await this.users.findById(id);
-    if (!user) throw notFound(id);
-    return new Versioned(applyProjection(toUserResponse(user), projection), user.version);
+  async get(_caller: Caller, id: string, projection: Projection | undefined): Promise<Versioned<Partial<UserDto>>> {
+    return this.projected(await this.users.findById(id), projection, () => notFound(id));
   }
 
   async getCurrent(caller: Caller, projection: Projection | undefined): Promise<Versioned<Partial<UserDto>>> {
-    const user = await this.users.findById(caller.userId);
-    if (!user) throw new NotFoundError('Your user record no longer exists');
-    return new Versioned(applyProjection(toUserResponse(user), projection), user.version);
+    return this.projected(await this.users.findById(caller.userId), projection, () => new NotFoundError('Your user record no longer exists'));
   }
 
   async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<UserDto>> {
@@ -114,6 +109,11 @@ export class UsersService {
     return toUnixDetails(user);
   }
 
+  private projected(user: User | null, projection: Projection | undefined, missing: () => NotFoundError): Versioned<Partial<UserDto>> {
+    if (!user) throw missing();
+    return new Versioned(applyProjection(toUserResponse(user), projection), user.version);
+  }
+
   /** A replace or a patch: `decide` gives the new state once the current one is locked. */
   private async update(
     id: string,
@@ -133,12 +133,15 @@ export class UsersService {
 
   /**
    * `system` and `invitationPending` are the hub's to set: a replace may send them back as read,
-   * not change them; a system user stays active, so the hub always keeps an administrator.
+   * not change them. An invitee sets their own password. A system user stays active, so the hub
+   * always keeps an administrator.
    */
   private refuseChangesToHubFields(current: User, input: UserInputDto): void {
     if ((input.system ?? current.system) !== current.system) throw InvalidInputError.at('/system', 'system is set by the hub and cannot be changed');
     if ((input.invitationPending ?? current.invitationPending) !== current.invitationPending)
       throw InvalidInputError.at('/invitationPending', 'invitationPending cannot be changed; an invitation is completed with POST /api/v2/auth/accounts');
+    if (current.invitationPending && input.password !== undefined)
+      throw InvalidInputError.at('/password', 'password must be absent while the invitation is pending: the invitee chooses it');
     if (current.system && input.active === false) throw new ForbiddenError(`User '${current.userName}' is a system user and cannot be deactivated`);
   }
 
@@ -147,8 +150,16 @@ export class UsersService {
     if (!input.invitationExpiry || sameInstant(current.invitationExpiry, input.invitationExpiry)) return current.invitationExpiry;
     if (!current.invitationPending) throw InvalidInputError.at('/invitationExpiry', 'invitationExpiry applies only while an invitation is pending');
     const expiry = new Date(input.invitationExpiry);
-    if (expiry.getTime() <= this.clock.now().getTime()) throw InvalidInputError.at('/invitationExpiry', 'invitationExpiry must be in the future');
+    const problem = this.invitationExpiryProblem(expiry);
+    if (problem) throw InvalidInputError.at('/invitationExpiry', problem);
     return expiry;
+  }
+
+  private invitationExpiryProblem(expiry: Date): string | undefined {
+    const now = this.clock.now().getTime();
+    if (expiry.getTime() <= now) return 'invitationExpiry must be in the future';
+    if (expiry.getTime() > now + MAX_INVITATION_DAYS * 24 * 3600 * 1000) return `invitationExpiry must be within ${MAX_INVITATION_DAYS} days`;
+    return undefined;
   }
 
   /** The columns a body sets; a password is checked against the policy and hashed (absent keeps the current one). */

@@ -156,6 +156,24 @@ describe('accounts', () => {
       expect(lastSecond.headers['retry-after']).toBe('1');
     });
 
+    it('checks guesses sent in parallel one at a time: 20 wrong logins at once give five 401s and fifteen 429s', async () => {
+      freezeClock(hub);
+      await api.addUser('parallel-target', 'parallel-password');
+      const responses = await Promise.all(Array.from({ length: 20 }, (_, n) => api.login('parallel-target', `guess-${n}`)));
+      const statuses = responses.map((response) => response.statusCode);
+      expect(statuses.filter((status) => status === 401)).toHaveLength(5);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(15);
+      expect((await api.login('parallel-target', 'parallel-password')).statusCode).toBe(429);
+    });
+
+    it('lets a script make parallel HTTP Basic requests with the right password', async () => {
+      await api.addUser('parallel-script', 'parallel-script-password');
+      const responses = await Promise.all(
+        Array.from({ length: 8 }, () => hub.inject({ method: 'GET', url: '/api/v2/auth/me', headers: basic('parallel-script', 'parallel-script-password') })),
+      );
+      expect(responses.map((response) => response.statusCode)).toEqual(Array<number>(8).fill(200));
+    });
+
     it('does not lock before the 5th failure', async () => {
       freezeClock(hub);
       await api.addUser('four-failures', 'four-failures-password');
@@ -477,20 +495,47 @@ describe('accounts', () => {
       expect((await api.getUser(id)).json()).toMatchObject({ invitationPending: true, invitationExpiry: expiry });
     });
 
-    it("links an external identity with jwtSubject instead of a password, kept as the user's externalId", async () => {
+    it("keeps jwtSubject as the user's externalId, next to the password the account needs", async () => {
       const { id, token } = await api.invite('external-invitee');
-      const response = await api.accept({ token, userName: 'external-invitee', displayName: 'External', jwtSubject: 'idp|external-42' });
+      const response = await api.accept({
+        token,
+        userName: 'external-invitee',
+        displayName: 'External',
+        password: 'external-password',
+        jwtSubject: 'idp|external-42',
+      });
       expect(response.statusCode).toBe(200);
       expect(response.json()).toMatchObject({ externalId: 'idp|external-42', invitationPending: false });
       expect((await api.getUser(id)).json()).toMatchObject({ externalId: 'idp|external-42', invitationPending: false });
+      expect((await api.login('external-invitee', 'external-password')).statusCode).toBe(200);
     });
 
-    it('refuses an account with neither password nor jwtSubject, and the token still works afterwards', async () => {
-      const { token } = await api.invite('undecided-invitee');
-      const response = await api.accept({ token, userName: 'undecided-invitee', displayName: 'Undecided' });
+    it.each([
+      ['no password', {}],
+      ['jwtSubject alone', { jwtSubject: 'idp|only' }],
+      ['a null password', { password: null }],
+      ['a null jwtSubject and no password', { jwtSubject: null }],
+    ])('refuses an account with %s (400 naming /password), and the token still works afterwards', async (_case, fields) => {
+      const { token } = await api.invite(unique('undecided'));
+      const response = await api.accept({ token, userName: unique('undecided'), displayName: 'Undecided', ...fields });
       expect(response.statusCode).toBe(400);
-      expect(errorPaths(response)).toEqual(['/password']);
-      expect((await api.accept({ token, userName: 'undecided-invitee', displayName: 'Undecided', password: 'decided-password' })).statusCode).toBe(200);
+      expect(errorPaths(response)).toContain('/password');
+      expect((await api.accept({ token, userName: unique('decided'), displayName: 'Decided', password: 'decided-password' })).statusCode).toBe(200);
+    });
+
+    it('refuses a null jwtSubject with 400 at /jwtSubject', async () => {
+      const { token } = await api.invite(unique('null-subject'));
+      const response = await api.accept({ token, userName: unique('null-subject'), displayName: 'Null', password: 'null-subject-password', jwtSubject: null });
+      expect(response.statusCode).toBe(400);
+      expect(errorPaths(response)).toEqual(['/jwtSubject']);
+    });
+
+    it('lets exactly one of ten concurrent acceptances of one token through', async () => {
+      const { token } = await api.invite('raced-invitee');
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, (_, n) => api.accept({ token, userName: `raced-${n}`, displayName: 'Raced', password: 'raced-password' })),
+      );
+      expect(responses.map((r) => r.statusCode).sort()).toEqual([200, ...Array<number>(9).fill(400)]);
     });
 
     it.each([

@@ -247,6 +247,12 @@ describe('users', () => {
       ['a password of 8 UTF-16 units but 4 characters', { userName: 'invalid-26', password: '🙂🙂🙂🙂' }, '/password'],
       ['a password equal to the userName ignoring case', { userName: 'Invalid-Name-27', password: 'invalid-NAME-27' }, '/password'],
       ['a password that is not a string', { userName: 'invalid-28', password: 12345678 }, '/password'],
+      ['a null password', { userName: 'invalid-33', password: null }, '/password'],
+      [
+        'an invitationExpiry more than 365 days ahead',
+        { userName: 'invalid-34', invitationPending: true, invitationExpiry: new Date(Date.now() + 366 * 24 * 3600 * 1000).toISOString() },
+        '/invitationExpiry',
+      ],
       ['system true', { ...valid, userName: 'invalid-29', system: true }, '/system'],
       ['system that is not a boolean', { ...valid, userName: 'invalid-30', system: 'no' }, '/system'],
       ['an unknown property', { ...valid, userName: 'invalid-31', nickname: 'x' }, '/nickname'],
@@ -688,11 +694,34 @@ describe('users', () => {
     });
 
     it("keeps a pending invitation's expiry when the replace leaves it out", async () => {
-      const invited = await create({ userName: 'invited-replaced', invitationPending: true, invitationExpiry: '2999-01-01T00:00:00.000Z' });
+      const expiry = new Date(Date.now() + 30 * 24 * 3600 * 1000).toISOString();
+      const invited = await create({ userName: 'invited-replaced', invitationPending: true, invitationExpiry: expiry });
       const response = await put(invited._id, { userName: 'invited-replaced', displayName: 'Invited', invitationPending: true });
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toMatchObject({ displayName: 'Invited', invitationPending: true, invitationExpiry: '2999-01-01T00:00:00.000Z' });
+      expect(response.json()).toMatchObject({ displayName: 'Invited', invitationPending: true, invitationExpiry: expiry });
       expect('invitationToken' in response.json()).toBe(false);
+    });
+
+    it('refuses a password for a user whose invitation is pending, with 400 at /password', async () => {
+      const invited = await create({ userName: 'invited-no-password', invitationPending: true });
+      const response = await put(invited._id, { userName: 'invited-no-password', password: 'chosen-by-admin' });
+      expect(response.statusCode).toBe(400);
+      expect(problemPaths(response)).toEqual(['/password']);
+    });
+
+    it('refuses a null password with 400 at /password, on replace and on patch', async () => {
+      const user = await create({ userName: 'null-password', password: 'null-password-secret' });
+      const replaced = await put(user._id, { userName: 'null-password', password: null });
+      expect(replaced.statusCode).toBe(400);
+      expect(problemPaths(replaced)).toEqual(['/password']);
+      const patched = await hub.inject({
+        method: 'PATCH',
+        url: `${BASE}/${user._id}`,
+        headers: auth,
+        payload: [{ op: 'add', path: '/password', value: null }],
+      });
+      expect(patched.statusCode).toBe(400);
+      expect(problemPaths(patched)).toEqual(['/password']);
     });
 
     it('refuses to change invitationPending, either way, with 400 at /invitationPending', async () => {

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { IsNotEmpty, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
 import { USER_NAME, USER_NAME_RULE } from './user.dto.js';
 
 /** hub-interface §2.4 "Token-bearing account body": accepts an invitation. */
@@ -21,14 +21,19 @@ export class AccountRequestDto {
   @Matches(USER_NAME, { message: USER_NAME_RULE })
   userName!: string;
 
-  @ApiPropertyOptional({ format: 'password', description: 'Required unless jwtSubject is given' })
-  @IsOptional()
+  @ApiProperty({
+    format: 'password',
+    description: 'Required: the hub authenticates only the tokens it issues itself, so an account without a password could not log in',
+  })
   @IsString()
   @MaxLength(1024)
-  password?: string;
+  password!: string;
 
-  @ApiPropertyOptional({ description: "The `sub` of the user's tokens from an external identity provider; kept as the user's externalId" })
-  @IsOptional()
+  @ApiPropertyOptional({
+    description:
+      "The `sub` of the user's tokens at an external identity provider, kept as the user's externalId (unique). Recorded for a provider integration; the hub does not accept external tokens yet.",
+  })
+  @ValidateIf((_dto, value) => value !== undefined)
   @IsString()
   @MinLength(1)
   @MaxLength(256)

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsEmail, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { IsBoolean, IsEmail, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsDateTime } from '../../common/validation/is-date-time.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
@@ -97,7 +97,7 @@ export class UserInputDto extends ServerOwnedFields {
   invitationExpiry?: string | null;
 
   @ApiPropertyOptional({ format: 'password', writeOnly: true, description: 'Required on create unless invitationPending; never returned' })
-  @IsOptional()
+  @ValidateIf((_dto, value) => value !== undefined)
   @IsString()
   @MaxLength(1024)
   password?: string;

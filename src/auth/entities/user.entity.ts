@@ -13,6 +13,8 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Update
 @Index('users_display_name_trgm_idx', { synchronize: false })
 @Index('users_email_trgm_idx', { synchronize: false })
 @Index('users_display_name_lower_idx', { synchronize: false })
+@Index('users_principal_name_lower_idx', { synchronize: false })
+@Index('users_principal_name_trgm_idx', { synchronize: false })
 export class User {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

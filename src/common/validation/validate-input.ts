@@ -32,7 +32,8 @@ async function instanceAndProblems<T extends object>(dto: ClassConstructor<T>, b
   return { instance, problems: fieldErrors(errors, path) };
 }
 
-function invalidBody(problems: readonly FieldError[]): InvalidInputError {
+/** The 400 for a body with these problems; the detail lists them all. */
+export function invalidBody(problems: readonly FieldError[]): InvalidInputError {
   return new InvalidInputError(`Invalid request body: ${problems.map((p) => p.message).join('; ')}`, problems);
 }
 
