@@ -1,6 +1,7 @@
 // Benchmarks of the identity area (`npm run bench:identity`, after a build), on PostgreSQL:
-// - the users list with filter[userName][CO] and sort=userName over 100,000 users, through the
-//   whole hub: latency with one client, throughput with ten;
+// - the users list with filter[userName][CO] and sort=userName over 100,000 users, and the
+//   principals list over them and 1,000 groups, through the whole hub: latency with one client,
+//   throughput with ten;
 // - effective-group resolution (what login and every uncached request run) for a user in a
 //   5-level nesting of 1,000 groups, through the hub's own repository.
 // Uses BENCH_DATABASE_URL (default: this machine's PostgreSQL), where it recreates hub_bench_identity.
@@ -57,14 +58,14 @@ interface ListFigures {
   readonly tenClients: Load;
 }
 
-async function listFigures(hubUrl: string, token: string, query: string): Promise<ListFigures> {
-  const url = `${hubUrl}/api/v2/auth/users?${query}`;
+async function listFigures(hubUrl: string, token: string, pathAndQuery: string): Promise<ListFigures> {
+  const url = `${hubUrl}/api/v2/auth/${pathAndQuery}`;
   const headers = { authorization: `Bearer ${token}` };
   const check = await fetch(url, { headers });
   const { totalCount } = (await check.json()) as { totalCount: number };
   await load(url, headers, 5, 10); // Warm-up: JIT, pools, caches.
   return {
-    request: `GET /api/v2/auth/users?${query}`,
+    request: `GET /api/v2/auth/${pathAndQuery}`,
     matching: totalCount,
     oneClient: await load(url, headers, DURATION_S, 1),
     tenClients: await load(url, headers, DURATION_S, 10),
@@ -112,8 +113,12 @@ async function main(): Promise<void> {
 
   const hub = await startNode(HUB, env, '/health/ready');
   const token = await login(hub);
-  const selective = await listFigures(hub.url, token, 'filter[userName][CO]=00042&sort=userName');
-  const broad = await listFigures(hub.url, token, 'filter[userName][CO]=data&sort=userName');
+  const lists = [
+    await listFigures(hub.url, token, 'users?filter[userName][CO]=00042&sort=userName'),
+    await listFigures(hub.url, token, 'users?filter[userName][CO]=data&sort=userName'),
+    await listFigures(hub.url, token, 'principals?page[limit]=20'),
+    await listFigures(hub.url, token, 'principals?filter[displayName][CO]=4242'),
+  ];
   await stop(hub);
   const resolution = await groupResolution(env.DATABASE_URL);
   rmSync(env.HUB_DATA_DIR, { recursive: true, force: true });
@@ -122,12 +127,12 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version },
     users: USERS,
-    lists: [selective, broad],
+    lists,
     resolution,
   };
-  console.log(`\nUsers list over ${USERS} users, ${DURATION_S} s per run, ${cpus().length} CPUs\n`);
+  console.log(`\nUsers and principals lists over ${USERS} users and ${LEVELS * GROUPS_PER_LEVEL} groups, ${DURATION_S} s per run, ${cpus().length} CPUs\n`);
   console.log('| request | clients | req/s | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|---|');
-  for (const list of [selective, broad]) {
+  for (const list of lists) {
     console.log(loadRow(`${list.request} (${list.matching} match) | 1`, list.oneClient));
     console.log(loadRow(`${list.request} (${list.matching} match) | 10`, list.tenClients));
   }
