@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
+import { AuthService } from '../../src/auth/auth.service.js';
+import { CallerCache } from '../../src/auth/caller-cache.js';
 import { bearer, claimsOf, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface Group {
@@ -211,7 +213,7 @@ describe('groups', () => {
     });
 
     it('answers 304 to If-None-Match with the current ETag', async () => {
-      const group = await create({ name: 'cached-group' });
+      const group = await create({ name: 'cache-holder' });
       const cached = await get(`${BASE}/${group._id}`, { 'if-none-match': '"1"' });
       expect(cached.statusCode).toBe(304);
       expect(cached.body).toBe('');
@@ -896,6 +898,50 @@ describe('groups', () => {
       expect(claimsOf(await hub.login('nest-user', PASSWORD)).groups).toEqual([ids[0]]);
       expect(await userGroups(userId)).toEqual(['direct nest-1']);
       expect(await memberLines(ids[2])).toEqual(['direct Group nest-2']);
+    });
+  });
+
+  describe("the callers' cache", () => {
+    /** The groups of the cached caller `userId`, or undefined when it is not cached. */
+    const cachedGroups = async (userId: string) => (await hub.app.get(CallerCache).get(userId, () => Promise.resolve(null)))?.groups;
+    /** Makes requests as the user until its caller is cached (a late notification of an earlier test's change may drop it). */
+    const cacheCaller = async (userId: string, token: string) => {
+      for (let attempt = 0; attempt < 50 && (await cachedGroups(userId)) === undefined; attempt += 1) {
+        await hub.inject({ method: 'GET', url: '/api/v2/auth/me', headers: bearer(token) });
+      }
+      return cachedGroups(userId);
+    };
+
+    it('makes a caller carry its groups at every depth', async () => {
+      const userId = await createUser('cached-user');
+      const inner = await create({ name: 'cache-inner' });
+      const outer = await create({ name: 'cache-outer' });
+      await changed(inner._id, [{ op: 'add', id: userId }]);
+      await changed(outer._id, [{ op: 'add', id: inner._id }]);
+      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${await hub.login('cached-user', PASSWORD)}`);
+      expect([...caller.groups].sort()).toEqual([inner._id, outer._id].sort());
+    });
+
+    it("drops every cached caller when this hub changes a group's members, so the next request sees the change", async () => {
+      const userId = await createUser('changed-member');
+      const token = await hub.login('changed-member', PASSWORD);
+      expect(await cacheCaller(userId, token)).toEqual([]);
+      const group = await create({ name: 'joined-group' });
+      await changed(group._id, [{ op: 'add', id: userId }]);
+      expect(await cachedGroups(userId)).toBeUndefined();
+      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${token}`);
+      expect(caller.groups).toEqual([group._id]);
+    });
+
+    it('drops them too when another process changes memberships in the database', async () => {
+      const userId = await createUser('changed-elsewhere');
+      const group = await create({ name: 'joined-elsewhere' });
+      const token = await hub.login('changed-elsewhere', PASSWORD);
+      expect(await cacheCaller(userId, token)).toEqual([]);
+      await hub.app.get(DataSource).query('INSERT INTO group_user_members (group_id, user_id) VALUES ($1, $2)', [group._id, userId]);
+      const deadline = Date.now() + 3000;
+      while ((await cachedGroups(userId)) !== undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await cachedGroups(userId)).toBeUndefined();
     });
   });
 
