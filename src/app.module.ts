@@ -5,11 +5,12 @@ import { CommonModule } from './common/common.module.js';
 import type { HubConfig } from './common/config/hub-config.js';
 import { NamespacesModule } from './namespaces/namespaces.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
+import { RbacModule } from './rbac/rbac.module.js';
 
 /** The hub: the shared machinery and one module per area. */
 @Module({})
 export class AppModule {
   static register(config: HubConfig, logger: Logger): DynamicModule {
-    return { module: AppModule, imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, ObservabilityModule] };
+    return { module: AppModule, imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, RbacModule, ObservabilityModule] };
   }
 }

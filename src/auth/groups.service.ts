@@ -97,6 +97,17 @@ export class GroupsService {
     return message(`Members of group '${result.group.name}' changed: ${added} added, ${removed} removed, ${unchanged} unchanged`);
   }
 
+  /** A user or group by id, for other areas (role bindings); null when there is none. */
+  async findPrincipal(id: string): Promise<PrincipalRef | null> {
+    const [found] = await this.groups.principalsById([id.toLowerCase()]);
+    return found ?? null;
+  }
+
+  /** Ids of the groups a user is in, directly or not. */
+  effectiveGroupIds(userId: string): Promise<string[]> {
+    return this.groups.effectiveGroupIds(userId);
+  }
+
   async queryPrincipals(_caller: Caller, query: ListQuery): Promise<ListEnvelope<PrincipalDto>> {
     const page = await this.groups.listPrincipals(query);
     return toListEnvelope(page, query, (row) => ({ _type: row.type, _id: row.id, displayName: row.displayName, external: row.external }));

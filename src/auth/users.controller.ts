@@ -1,5 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { AsSelf } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -46,7 +47,7 @@ export class UsersController {
     method: 'GET',
     path: ':userId',
     summary: 'Get a user',
-    access: { object: '/Users/{userId}', action: 'Read' },
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
     response: UserDto,
     projection: USER_FIELDS,
     etag: true,
@@ -64,37 +65,39 @@ export class UsersController {
     path: ':userId',
     summary: 'Replace a user',
     description: 'Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given).',
-    access: { object: '/Users/{userId}', action: 'Update' },
+    access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     etag: true,
-    errors: { 403: "User 'admin' is a system user and cannot be deactivated", 409: DUPLICATE },
+    errors: { 403: 'You may change only your own displayName and email', 409: DUPLICATE },
   })
   replaceUser(
     @CurrentCaller() caller: Caller,
     @Param('userId', userId) id: string,
     @Body() body: UserInputDto,
     @IfMatch() ifMatch: EntityTagCondition | undefined,
+    @AsSelf() asSelf: boolean,
   ): Promise<Versioned<UserDto>> {
-    return this.users.replace(caller, id, body, ifMatch);
+    return this.users.replace(caller, id, body, ifMatch, asSelf);
   }
 
   @Route({
     method: 'PATCH',
     path: ':userId',
     summary: 'Patch a user',
-    access: { object: '/Users/{userId}', action: 'Update' },
+    access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     patch: true,
     etag: true,
-    errors: { 403: "User 'admin' is a system user and cannot be deactivated", 409: DUPLICATE },
+    errors: { 403: 'You may change only your own displayName and email', 409: DUPLICATE },
   })
   patchUser(
     @CurrentCaller() caller: Caller,
     @Param('userId', userId) id: string,
     @PatchBody() patch: JsonPatch,
     @IfMatch() ifMatch: EntityTagCondition | undefined,
+    @AsSelf() asSelf: boolean,
   ): Promise<Versioned<UserDto>> {
-    return this.users.patch(caller, id, patch, ifMatch);
+    return this.users.patch(caller, id, patch, ifMatch, asSelf);
   }
 
   @Route({
@@ -116,7 +119,7 @@ export class UsersController {
     path: ':userId/groups',
     summary: "List a user's groups",
     description: 'Groups the user is in directly, and those it is in through them (`indirect`), by name.',
-    access: { object: '/Users/{userId}', action: 'Read' },
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
     list: USER_GROUP_LIST_QUERY,
     response: [UserMembershipDto],
   })
@@ -128,7 +131,7 @@ export class UsersController {
     method: 'GET',
     path: ':userId/unix',
     summary: "Get a user's unix details",
-    access: { object: '/Users/{userId}', action: 'Read' },
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
     response: UnixDetailsDto,
   })
   getUserUnixDetails(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string): Promise<UnixDetailsDto> {

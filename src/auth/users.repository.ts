@@ -68,6 +68,10 @@ export class UsersRepository {
     return this.users.createQueryBuilder('users').where('lower(users.user_name) = lower(:userName)', { userName }).getOne();
   }
 
+  async systemUserIds(): Promise<string[]> {
+    return (await this.users.find({ select: { id: true }, where: { system: true } })).map((user) => user.id);
+  }
+
   hasSystemUser(): Promise<boolean> {
     return this.users.existsBy({ system: true });
   }

@@ -31,6 +31,23 @@ function sameInstant(a: Date | null, b: string | null | undefined): boolean {
   return (a?.getTime() ?? null) === (b ? new Date(b).getTime() : null);
 }
 
+/** What a user may change of their own record without Update permission on it (api-map §6). */
+const SELF_SERVICE_FIELDS: readonly (keyof UserChanges)[] = ['displayName', 'email'];
+
+/** Refuses (403) a change by a user to their own record beyond their display name and e-mail. */
+function refuseChangesBeyondSelfService(current: User, input: UserInputDto, changes: UserChanges): void {
+  const changed = (Object.keys(changes) as (keyof UserChanges)[]).filter(
+    (field) => !SELF_SERVICE_FIELDS.includes(field) && field !== 'passwordHash' && changes[field] !== current[field],
+  );
+  if (input.password !== undefined) changed.push('passwordHash');
+  if (changed.length > 0) {
+    const names = changed.map((field) => (field === 'passwordHash' ? 'password' : field));
+    throw new ForbiddenError(
+      `You may change only your own displayName and email, not ${names.join(', ')}; change your password with PUT /api/v2/auth/me/password`,
+    );
+  }
+}
+
 /** How far ahead an invitation may be set to expire. */
 const MAX_INVITATION_DAYS = 365;
 
@@ -80,12 +97,13 @@ export class UsersService {
     return this.projected(await this.users.findById(caller.userId), projection, () => new NotFoundError('Your user record no longer exists'));
   }
 
-  async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, () => input);
+  /** `asSelf`: the caller may change only their own displayName and email (api-map §6). */
+  async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(id, ifMatch, asSelf, () => input);
   }
 
-  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
+  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(id, ifMatch, asSelf, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
   }
 
   async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
@@ -96,6 +114,11 @@ export class UsersService {
     if (!deleted) throw notFound(id);
     this.callers.forget(id);
     return message(`User '${deleted.userName}' deleted`);
+  }
+
+  /** Ids of the system users (the bootstrap administrator), for other areas. */
+  systemUserIds(): Promise<string[]> {
+    return this.users.systemUserIds();
   }
 
   async groups(_caller: Caller, id: string, query: ListQuery): Promise<UserMembershipDto[]> {
@@ -118,13 +141,17 @@ export class UsersService {
   private async update(
     id: string,
     ifMatch: EntityTagCondition | undefined,
+    asSelf: boolean,
     decide: (current: User) => UserInputDto | Promise<UserInputDto>,
   ): Promise<Versioned<UserDto>> {
     const updated = await this.users.update(id, async (current) => {
       requireIfMatch(ifMatch, current.version);
       const input = await decide(current);
       this.refuseChangesToHubFields(current, input);
-      return { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
+      if (asSelf && input.password !== undefined) refuseChangesBeyondSelfService(current, input, {});
+      const changes = { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
+      if (asSelf) refuseChangesBeyondSelfService(current, input, changes);
+      return changes;
     });
     if (!updated) throw notFound(id);
     this.callers.forget(id);

@@ -1,5 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { ListScope, type NamespaceScope } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -22,12 +23,12 @@ export class NamespacesController {
   @Route({
     method: 'GET',
     summary: 'Query namespaces',
-    access: { object: '/Namespaces', action: 'Read' },
+    access: { object: '/Namespaces', action: 'Read', namespaced: true },
     list: NAMESPACE_LIST_QUERY,
     response: NamespaceListDto,
   })
-  queryNamespaces(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<NamespaceDto>> {
-    return this.namespaces.query(caller, query);
+  queryNamespaces(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListScope() scope: NamespaceScope): Promise<ListEnvelope<NamespaceDto>> {
+    return this.namespaces.query(caller, query, scope);
   }
 
   @Route({
@@ -43,7 +44,14 @@ export class NamespacesController {
     return this.namespaces.create(caller, body);
   }
 
-  @Route({ method: 'GET', path: ':id', summary: 'Get a namespace', access: { object: '/Namespaces/{id}', action: 'Read' }, response: NamespaceDto, etag: true })
+  @Route({
+    method: 'GET',
+    path: ':id',
+    summary: 'Get a namespace',
+    access: { object: '/Namespaces/{id}', action: 'Read', namespace: { param: 'id' } },
+    response: NamespaceDto,
+    etag: true,
+  })
   getNamespace(@CurrentCaller() caller: Caller, @Param('id', new ResourceId('Namespace')) id: string): Promise<Versioned<NamespaceDto>> {
     return this.namespaces.get(caller, id);
   }
@@ -52,7 +60,7 @@ export class NamespacesController {
     method: 'PUT',
     path: ':id',
     summary: 'Replace a namespace',
-    access: { object: '/Namespaces/{id}', action: 'Update' },
+    access: { object: '/Namespaces/{id}', action: 'Update', namespace: { param: 'id' } },
     response: NamespaceDto,
     etag: true,
     errors: { 409: DUPLICATE },
@@ -70,7 +78,7 @@ export class NamespacesController {
     method: 'PATCH',
     path: ':id',
     summary: 'Patch a namespace',
-    access: { object: '/Namespaces/{id}', action: 'Update' },
+    access: { object: '/Namespaces/{id}', action: 'Update', namespace: { param: 'id' } },
     response: NamespaceDto,
     patch: true,
     etag: true,
@@ -90,7 +98,7 @@ export class NamespacesController {
     path: ':id',
     summary: 'Delete a namespace',
     description: 'Refused with 409 while the namespace still holds entities of any area.',
-    access: { object: '/Namespaces/{id}', action: 'Delete' },
+    access: { object: '/Namespaces/{id}', action: 'Delete', namespace: { param: 'id' } },
     response: MessageDto,
     etag: true,
     errors: { 409: "Namespace 'analytics' still holds 2 auth domains; delete or move them first" },

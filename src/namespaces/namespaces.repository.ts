@@ -3,7 +3,8 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, type ListPage } from '../common/query/list-page.js';
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import { fetchListPage, whereInScope, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { Namespace } from './entities/namespace.entity.js';
 
@@ -30,12 +31,17 @@ function conflictOf(error: unknown, name: string | undefined): unknown {
 export class NamespacesRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  list(query: ListQuery): Promise<ListPage<Namespace>> {
-    return fetchListPage(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), query);
+  list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<Namespace>> {
+    return fetchListPage(whereInScope(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), 'namespace.id', scope), query);
   }
 
   findById(id: string): Promise<Namespace | null> {
     return this.dataSource.getRepository(Namespace).findOneBy({ id });
+  }
+
+  /** Names are unique ignoring case; this lookup uses the same index. */
+  findByName(name: string): Promise<Namespace | null> {
+    return this.dataSource.getRepository(Namespace).createQueryBuilder('namespace').where('lower(namespace.name) = lower(:name)', { name }).getOne();
   }
 
   async insert(changes: NamespaceChanges): Promise<Namespace> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ConflictError, NotFoundError } from '../common/errors/hub-errors.js';
+import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -28,6 +29,12 @@ export interface NamespaceUsageCheck {
   count(namespaceId: string, manager: EntityManager): Promise<number>;
 }
 
+/** What other areas learn of a namespace. */
+export interface NamespaceRef {
+  readonly id: string;
+  readonly name: string;
+}
+
 function changesFrom(input: NamespaceInputDto): NamespaceChanges {
   return { name: input.name, description: input.description ?? null, isDefault: input.isDefault ?? false };
 }
@@ -51,8 +58,15 @@ export class NamespacesService {
     this.usageChecks.push(check);
   }
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<NamespaceDto>> {
-    return toListEnvelope(await this.namespaces.list(query), query, toNamespaceResponse);
+  /** The namespaces in `scope` (those where the caller may read them). */
+  async query(_caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ListEnvelope<NamespaceDto>> {
+    return toListEnvelope(await this.namespaces.list(query, scope), query, toNamespaceResponse);
+  }
+
+  /** A namespace's id and name, by id or by name (ignoring case), for other areas; null when there is none. */
+  async find(reference: { id: string } | { name: string }): Promise<NamespaceRef | null> {
+    const namespace = 'id' in reference ? await this.namespaces.findById(reference.id) : await this.namespaces.findByName(reference.name);
+    return namespace && { id: namespace.id, name: namespace.name };
   }
 
   async create(_caller: Caller, input: NamespaceInputDto): Promise<Versioned<NamespaceDto>> {

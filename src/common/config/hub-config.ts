@@ -33,6 +33,8 @@ export abstract class HubConfig {
   abstract readonly loginLockoutSeconds: number;
   /** How long an invitation stays valid when its creator gives no `invitationExpiry`. */
   abstract readonly invitationTtlSeconds: number;
+  /** Days an access decision stays in the audit before it is pruned. */
+  abstract readonly auditRetentionDays: number;
   abstract readonly clusterDriver: ClusterDriverName;
   abstract readonly sharedDir: string;
   abstract readonly logLevel: LogLevel;
@@ -150,6 +152,13 @@ class HubEnvironment {
   HUB_INVITATION_TTL = 7 * 24 * 3600;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HUB_AUDIT_RETENTION_DAYS = 30;
+
+  @IsOptional()
   @IsIn(CLUSTER_DRIVERS)
   HUB_CLUSTER_DRIVER: ClusterDriverName = 'local';
 
@@ -202,6 +211,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     loginFailureLimit: settings.HUB_LOGIN_FAILURE_LIMIT,
     loginLockoutSeconds: settings.HUB_LOGIN_LOCKOUT,
     invitationTtlSeconds: settings.HUB_INVITATION_TTL,
+    auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,
     sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(dataDir, 'work'),
     logLevel: settings.HUB_LOG_LEVEL,

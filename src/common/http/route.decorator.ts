@@ -25,11 +25,32 @@ export const ACTIONS = ['Read', 'Create', 'Update', 'Delete', 'Use', 'Execute'] 
 export type Action = (typeof ACTIONS)[number];
 
 /**
- * Who may call a route (api-map §6): anyone (`public`), any caller acting on themself (`self`),
- * or callers allowed `action` on `object`, where `{param}` names a path parameter. The access
- * module evaluates it; authentication is required for everything but `public`.
+ * Where a route finds the namespace its permission is checked in: a path parameter holding a
+ * namespace id, or a body property or query parameter holding a namespace name (`*`: all).
+ * Without one, the check is made in `*`.
  */
-export type RouteAccess = { readonly public: true } | { readonly self: true } | { readonly object: string; readonly action: Action };
+export type NamespaceSource = { readonly param: string } | { readonly body: string } | { readonly query: string };
+
+/** A permission a route needs (api-map §6); `{param}` in `object` names a path parameter. */
+export interface RoutePermission {
+  readonly object: string;
+  readonly action: Action;
+  readonly namespace?: NamespaceSource;
+  /**
+   * A list whose items live in namespaces: it needs Read on the collection in at least one
+   * namespace, and is narrowed to the namespaces where the caller has it.
+   */
+  readonly namespaced?: true;
+  /** A path parameter naming a user: a caller whose id it is may act without the permission, as themself. */
+  readonly self?: string;
+}
+
+/**
+ * Who may call a route: anyone (`public`), any authenticated caller acting on themself only
+ * (`self`), or callers with a permission, which the access guard evaluates. Authentication is
+ * required for everything but `public`.
+ */
+export type RouteAccess = { readonly public: true } | { readonly self: true } | RoutePermission;
 
 export interface RouteOptions {
   readonly method: HttpMethod;
@@ -164,7 +185,7 @@ function listParameters(spec: ListQuerySpec): MethodDecorator[] {
 
 function accessDecorators(access: RouteAccess): MethodDecorator[] {
   if ('public' in access) return [];
-  const requirement = 'self' in access ? { self: true } : { object: access.object, action: access.action };
+  const requirement = 'object' in access ? { object: access.object, action: access.action, ...(access.self && { self: true }) } : { self: true };
   return [ApiBearerAuth('bearerAuth'), ApiBasicAuth('basicAuth'), ApiExtension('x-hub-permission', requirement)];
 }
 

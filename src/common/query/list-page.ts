@@ -1,4 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
+import type { NamespaceScope } from '../http/access-scope.js';
 import type { FilterCondition, ListQuery } from './list-query.js';
 
 /** One page of a list and the number of items matching its filters. */
@@ -111,4 +112,27 @@ export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>
   const direction = query.sort.descending ? 'DESC' : 'ASC';
   const [sql, parameters] = qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction).getQueryAndParameters();
   return qb.connection.query<T[]>(sql, parameters);
+}
+
+/**
+ * Runs a list query that pages but does not count (a list answered as a plain array): the page
+ * of matching rows, in the query's sort order.
+ */
+export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
+  whereFilters(qb, query.filters);
+  selectRowColumns(qb);
+  const direction = query.sort.descending ? 'DESC' : 'ASC';
+  const [sql, parameters] = qb
+    .orderBy(query.sort.column, direction)
+    .addOrderBy(query.sort.tieBreaker, direction)
+    .offset(query.offset)
+    .limit(query.limit)
+    .getQueryAndParameters();
+  return qb.connection.query<T[]>(sql, parameters);
+}
+
+/** Narrows a list to a namespace scope; `column` holds a namespace id, null meaning every namespace (`*`). */
+export function whereInScope<Q extends WhereExpressionBuilder>(qb: Q, column: string, scope: NamespaceScope): Q {
+  if (scope.all) return scope.except.length > 0 ? qb.andWhere(`(${column} IS NULL OR ${column} <> ALL(:scopeExcept))`, { scopeExcept: scope.except }) : qb;
+  return qb.andWhere(`${column} = ANY(:scopeOnly)`, { scopeOnly: scope.only });
 }

@@ -11,4 +11,11 @@ export abstract class ServerOwnedFields {
   @Allow() @ApiHideProperty() _modified?: unknown;
 }
 
+/** The same, for resources that spell them `id`, `created` and `modified` (roles, bindings). */
+export abstract class PlainServerOwnedFields {
+  @Allow() @ApiHideProperty() id?: unknown;
+  @Allow() @ApiHideProperty() created?: unknown;
+  @Allow() @ApiHideProperty() modified?: unknown;
+}
+
 export const SERVER_OWNED_FIELDS = ['_id', '_created', '_modified', 'id', 'created', 'modified'] as const;

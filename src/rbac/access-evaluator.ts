@@ -1,0 +1,181 @@
+import { Ability, type MatchConditions } from '@casl/ability';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import type { Caller } from '../common/http/caller.js';
+import type { PermissionValue } from './entities/role.entity.js';
+import { compileObjectMatcher, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
+
+export type Effect = 'Allow' | 'Deny';
+
+/** What a decision is about: an object path and an action, in a namespace (null: `*`). */
+export interface AccessQuestion {
+  readonly object: string;
+  readonly action: string;
+  readonly namespaceId: string | null;
+}
+
+/** A permission as one binding gives it to a principal. */
+export interface BoundPermission {
+  readonly bindingId: string;
+  readonly roleId: string;
+  readonly roleName: string;
+  readonly principalId: string;
+  readonly principalType: 'User' | 'Group';
+  readonly principalName: string;
+  /** Null: the binding is for every namespace. */
+  readonly namespaceId: string | null;
+  readonly namespaceName: string;
+  /** Its position in the role's permissions, from 0. */
+  readonly permissionIndex: number;
+  readonly permission: PermissionValue;
+  readonly matcher: ObjectMatcher;
+}
+
+/** The thing CASL decides about: an object path, typed by its first segment. */
+class AccessTarget {
+  constructor(
+    readonly type: string,
+    readonly path: string,
+  ) {}
+}
+
+type Rule = { action: string[]; subject: string; conditions: ObjectMatcher; inverted: boolean };
+type ObjectAbility = Ability<[string, string | AccessTarget], ObjectMatcher>;
+
+const matchObject =
+  (matcher: ObjectMatcher): MatchConditions =>
+  (target) =>
+    matcher.matches((target as AccessTarget).path);
+const ANY_ACTION = '*';
+
+/** CASL's name for "any action" is `manage`; the hub's is `*`. */
+function caslActions(actions: readonly string[]): string[] {
+  return actions.map((action) => (action === ANY_ACTION ? 'manage' : action));
+}
+
+/**
+ * The permissions a caller has through its bindings and its groups' bindings, with a CASL
+ * ability per namespace built on first use. Allow rules come first and Deny rules last: CASL
+ * lets the last matching rule decide, so any matching Deny wins, then any Allow, else Deny.
+ */
+export class PrincipalPermissions {
+  private readonly abilities = new Map<string | null, ObjectAbility>();
+
+  constructor(readonly bound: readonly BoundPermission[]) {}
+
+  /** Bindings in `namespaceId` and in `*`, which apply to a decision there. */
+  applicable(namespaceId: string | null): BoundPermission[] {
+    return this.bound.filter((entry) => entry.namespaceId === null || entry.namespaceId === namespaceId);
+  }
+
+  decide({ object, action, namespaceId }: AccessQuestion): Effect {
+    return this.ability(namespaceId).can(action, new AccessTarget(subjectTypeOf(object), object)) ? 'Allow' : 'Deny';
+  }
+
+  /**
+   * Where the caller may do `action` on `object`: everywhere but some namespaces (allowed in
+   * `*`), only some, or nowhere (null).
+   */
+  scope(object: string, action: string): NamespaceScope | null {
+    const namespaces = [...new Set(this.bound.flatMap((entry) => (entry.namespaceId === null ? [] : [entry.namespaceId])))];
+    const allowedIn = (namespaceId: string) => this.decide({ object, action, namespaceId }) === 'Allow';
+    if (this.decide({ object, action, namespaceId: null }) === 'Allow') return { all: true, except: namespaces.filter((id) => !allowedIn(id)) };
+    const only = namespaces.filter(allowedIn);
+    return only.length > 0 ? { all: false, only } : null;
+  }
+
+  private ability(namespaceId: string | null): ObjectAbility {
+    let ability = this.abilities.get(namespaceId);
+    if (!ability) {
+      const rules = this.applicable(namespaceId).map((entry): Rule => ({
+        action: caslActions(entry.permission.actions),
+        subject: entry.matcher.subjectType,
+        conditions: entry.matcher,
+        inverted: entry.permission.effect === 'Deny',
+      }));
+      rules.sort((a, b) => Number(a.inverted) - Number(b.inverted));
+      ability = new Ability<[string, string | AccessTarget], ObjectMatcher>(rules, {
+        conditionsMatcher: matchObject,
+        detectSubjectType: (target) => target.type,
+      });
+      this.abilities.set(namespaceId, ability);
+    }
+    return ability;
+  }
+}
+
+interface BindingRow {
+  binding_id: string;
+  role_id: string;
+  role_name: string;
+  permissions: PermissionValue[];
+  principal_id: string;
+  principal_type: 'User' | 'Group';
+  principal_name: string;
+  namespace_id: string | null;
+  namespace_name: string | null;
+}
+
+const BINDINGS_SQL = `
+  SELECT binding.id AS binding_id, role.id AS role_id, role.name AS role_name, role.permissions,
+         binding.principal_id, binding.principal_type, coalesce(users.user_name, groups.name) AS principal_name,
+         binding.namespace_id, namespaces.name AS namespace_name
+  FROM role_bindings binding
+  JOIN roles role ON role.id = binding.role_id
+  LEFT JOIN users ON binding.principal_type = 'User' AND users.id = binding.principal_id
+  LEFT JOIN groups ON binding.principal_type = 'Group' AND groups.id = binding.principal_id
+  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id
+  WHERE binding.principal_id = ANY($1)
+  ORDER BY binding.created, binding.id`;
+
+/**
+ * Evaluates access (api-map §6) for callers, or for any user and groups (explain). A caller's
+ * permissions are loaded once and cached by user and groups, so a membership change (which
+ * changes the caller's groups) takes effect on the next request; any change to roles or
+ * bindings, from any process, clears the cache.
+ */
+@Injectable()
+export class AccessEvaluator {
+  private readonly cache: RowCache<PrincipalPermissions>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    changes: ChangeFeed,
+  ) {
+    this.cache = new RowCache<PrincipalPermissions>(changes, 'roles').clearOn('role_bindings');
+  }
+
+  /** The permissions of a caller (cached). */
+  async permissionsOf(caller: Pick<Caller, 'userId' | 'groups'>): Promise<PrincipalPermissions> {
+    const key = `${caller.userId}:${[...caller.groups].sort().join(',')}`;
+    const permissions = await this.cache.get(key, () => this.load([caller.userId, ...caller.groups]));
+    return permissions ?? new PrincipalPermissions([]);
+  }
+
+  /** Drops every cached permission set; for this process's own changes to roles and bindings. */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
+  private async load(principalIds: readonly string[]): Promise<PrincipalPermissions> {
+    const rows: BindingRow[] = await this.dataSource.query(BINDINGS_SQL, [principalIds]);
+    const bound = rows.flatMap((row) =>
+      row.permissions.map((permission, permissionIndex): BoundPermission => ({
+        bindingId: row.binding_id,
+        roleId: row.role_id,
+        roleName: row.role_name,
+        principalId: row.principal_id,
+        principalType: row.principal_type,
+        principalName: row.principal_name,
+        namespaceId: row.namespace_id,
+        namespaceName: row.namespace_name ?? '*',
+        permissionIndex,
+        permission,
+        matcher: compileObjectMatcher(permission.objectMatcher, permission.object),
+      })),
+    );
+    return new PrincipalPermissions(bound);
+  }
+}

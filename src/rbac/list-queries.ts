@@ -1,0 +1,56 @@
+import { defineListQuery } from '../common/query/list-query.js';
+import { AUDIT_PURPOSES } from './dto/audit.dto.js';
+import { EFFECTS } from './dto/role.dto.js';
+
+/** What `GET /rbac/roles` accepts (hub-interface §4.8); columns are over the alias `role`. */
+export const ROLE_LIST_QUERY = defineListQuery({
+  filters: {
+    name: { column: 'role.name', type: 'string', operators: ['EQ', 'CO'] },
+    system: { column: 'role.system', type: 'boolean', operators: ['EQ'] },
+    created: { column: 'role.created', type: 'datetime', operators: ['LT', 'GT'] },
+    modified: { column: 'role.modified', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { name: 'lower(role.name)', created: 'role.created', modified: 'role.modified' },
+  defaultSort: 'name',
+  tieBreaker: 'role.id',
+});
+
+/** What `GET /rbac/rolebindings` accepts: bindings as the derived table `binding`. */
+export const ROLE_BINDING_LIST_QUERY = defineListQuery({
+  filters: {
+    role: { column: 'binding."role"', type: 'uuid', operators: ['EQ'] },
+    principal: { column: 'binding."principal"', type: 'uuid', operators: ['EQ', 'IN'] },
+  },
+  sorts: { role: 'lower(binding."roleName")', principal: 'lower(binding."principalName")', created: 'binding."created"' },
+  defaultSort: 'created',
+  tieBreaker: 'binding."id"',
+});
+
+/** What `DELETE /rbac/rolebindings` accepts: at least one of these filters. */
+export const ROLE_BINDING_DELETE_QUERY = defineListQuery({
+  filters: {
+    role: { column: 'binding."role"', type: 'uuid', operators: ['EQ'] },
+    namespace: { column: 'binding."namespace"', type: 'string', operators: ['EQ'] },
+    principal: { column: 'binding."principal"', type: 'uuid', operators: ['EQ'] },
+  },
+  sorts: { created: 'binding."created"' },
+  defaultSort: 'created',
+  tieBreaker: 'binding."id"',
+  paged: false,
+});
+
+/** What `GET /rbac/audit` accepts; a page of records as a plain array, newest first by default. */
+export const AUDIT_LIST_QUERY = defineListQuery({
+  filters: {
+    userId: { column: 'audit.user_id', type: 'uuid', operators: ['EQ'] },
+    object: { column: 'audit.object', type: 'string', operators: ['EQ', 'SW'] },
+    action: { column: 'audit.action', type: 'string', operators: ['EQ'] },
+    namespace: { column: 'audit.namespace', type: 'string', operators: ['EQ'] },
+    decision: { column: 'audit.decision', type: EFFECTS, operators: ['EQ'] },
+    purpose: { column: 'audit.purpose', type: AUDIT_PURPOSES, operators: ['EQ'] },
+    when: { column: 'audit."when"', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { object: 'audit.object', when: 'audit."when"' },
+  defaultSort: '-when',
+  tieBreaker: 'audit.id',
+});

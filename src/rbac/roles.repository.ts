@@ -1,0 +1,85 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
+import { isUniqueViolation } from '../common/database/postgres-errors.js';
+import { ConflictError } from '../common/errors/hub-errors.js';
+import { fetchListPage, type ListPage } from '../common/query/list-page.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { Role } from './entities/role.entity.js';
+
+export type RoleChanges = Pick<Role, 'name' | 'description' | 'permissions'>;
+
+function conflictOf(error: unknown, changes: RoleChanges | undefined): unknown {
+  return isUniqueViolation(error, 'roles_name_lower_key')
+    ? new ConflictError(`A role named '${changes?.name}' already exists (names are compared ignoring case)`)
+    : error;
+}
+
+@Injectable()
+export class RolesRepository {
+  private readonly roles: Repository<Role>;
+
+  constructor(private readonly dataSource: DataSource) {
+    this.roles = dataSource.getRepository(Role);
+  }
+
+  list(query: ListQuery): Promise<ListPage<Role>> {
+    return fetchListPage(this.roles.createQueryBuilder('role'), query);
+  }
+
+  findById(id: string): Promise<Role | null> {
+    return this.roles.findOneBy({ id });
+  }
+
+  findByName(name: string): Promise<Role | null> {
+    return this.roles.createQueryBuilder('role').where('lower(role.name) = lower(:name)', { name }).getOne();
+  }
+
+  /** Names of these roles, by id. */
+  async namesOf(ids: readonly string[]): Promise<Record<string, string>> {
+    if (ids.length === 0) return {};
+    const rows: { id: string; name: string }[] = await this.dataSource.query('SELECT id, name FROM roles WHERE id = ANY($1)', [ids]);
+    return Object.fromEntries(rows.map((row) => [row.id, row.name]));
+  }
+
+  async insert(changes: RoleChanges): Promise<Role> {
+    try {
+      return await this.roles.save(this.roles.create(changes));
+    } catch (error) {
+      throw conflictOf(error, changes);
+    }
+  }
+
+  async update(id: string, decide: (current: Role) => Promise<RoleChanges> | RoleChanges): Promise<Role | null> {
+    let changes: RoleChanges | undefined;
+    try {
+      return await updateLocked(this.dataSource, Role, id, async (current) => (changes = await decide(current)));
+    } catch (error) {
+      throw conflictOf(error, changes);
+    }
+  }
+
+  delete(id: string, check: (current: Role, manager: EntityManager) => Promise<void> | void): Promise<Role | null> {
+    return deleteLocked(this.dataSource, Role, id, check);
+  }
+
+  /** How many bindings give this role (inside the deleting transaction). */
+  async bindingCount(manager: EntityManager, roleId: string): Promise<number> {
+    const [{ count }]: { count: string }[] = await manager.query('SELECT count(*) AS count FROM role_bindings WHERE role_id = $1', [roleId]);
+    return Number(count);
+  }
+
+  /**
+   * Creates a built-in role, or brings its description and permissions up to this release's;
+   * safe when several hubs start together.
+   */
+  async upsertSystemRole(role: RoleChanges): Promise<void> {
+    await this.dataSource.query(
+      `INSERT INTO roles (name, description, permissions, system, version) VALUES ($1, $2, $3::jsonb, true, 1)
+       ON CONFLICT (lower(name)) DO UPDATE SET description = excluded.description, permissions = excluded.permissions,
+         version = roles.version + 1, modified = now()
+       WHERE roles.system AND (roles.description IS DISTINCT FROM excluded.description OR roles.permissions <> excluded.permissions)`,
+      [role.name, role.description, JSON.stringify(role.permissions)],
+    );
+  }
+}
