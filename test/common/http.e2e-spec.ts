@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { HubDatabase } from '../../src/common/database/hub-database.js';
 import { HealthService } from '../../src/observability/health.service.js';
-import { ROUTE_OPTIONS, type RouteOptions } from '../../src/common/http/route.decorator.js';
+import { ACTIONS, ROUTE_OPTIONS, type RouteOptions } from '../../src/common/http/route.decorator.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface Operation {
@@ -204,23 +204,49 @@ describe('HTTP machinery', () => {
   });
 
   describe('routes', () => {
-    it('are all declared with @Route, so each states who may call it', () => {
-      const undeclared: string[] = [];
-      let count = 0;
+    /** Every handler of every controller, with its `@Route` options (undefined when it has none). */
+    function routes(): { name: string; options: RouteOptions | undefined; path: string }[] {
+      const found: { name: string; options: RouteOptions | undefined; path: string }[] = [];
       for (const module of hub.app.get(ModulesContainer).values()) {
         for (const wrapper of module.controllers.values()) {
           const prototype = (wrapper.metatype?.prototype ?? {}) as Record<string, unknown>;
+          const base = String(Reflect.getMetadata('path', wrapper.metatype as object) ?? '');
           for (const name of Object.getOwnPropertyNames(prototype)) {
             const handler = prototype[name];
             if (name === 'constructor' || typeof handler !== 'function' || Reflect.getMetadata('method', handler) === undefined) continue;
-            count += 1;
             const options = Reflect.getMetadata(ROUTE_OPTIONS, handler) as RouteOptions | undefined;
-            if (!options?.access) undeclared.push(`${wrapper.name}.${name}`);
+            found.push({ name: `${wrapper.name}.${name}`, options, path: `/${base}/${options?.path ?? ''}`.replace(/\/+/g, '/').replace(/\/$/, '') });
           }
         }
       }
-      expect(count).toBeGreaterThanOrEqual(11);
-      expect(undeclared).toEqual([]);
+      return found;
+    }
+
+    it('are all declared with @Route, so each states who may call it', () => {
+      const all = routes();
+      expect(all.length).toBeGreaterThanOrEqual(40);
+      expect(all.filter((route) => !route.options?.access).map((route) => route.name)).toEqual([]);
+    });
+
+    it('each declare a permission the access guard checks, but for the public and self-service routes of api-map §0 and §6', () => {
+      const byKind = (kind: 'public' | 'self') =>
+        routes()
+          .filter((route) => route.options && kind in route.options.access && !('object' in route.options.access))
+          .map((route) => `${route.options?.method} ${route.path}`)
+          .sort();
+      expect(byKind('public')).toEqual(['GET /health/live', 'GET /health/ready', 'POST /api/v2/auth/accounts', 'POST /api/v2/auth/login']);
+      expect(byKind('self')).toEqual(['GET /api/v2/auth/claims', 'GET /api/v2/auth/me', 'POST /api/v2/rbac/evaluate', 'PUT /api/v2/auth/me/password']);
+      for (const { name, options, path } of routes()) {
+        const access = options?.access;
+        if (!access || !('object' in access)) continue;
+        expect({ name, object: access.object }).toEqual({ name, object: expect.stringMatching(/^\/[A-Z][A-Za-z]+(\/\{[A-Za-z]+\})?$/) });
+        expect(ACTIONS).toContain(access.action);
+        for (const [, parameter] of access.object.matchAll(/\{([^}]+)\}/g))
+          expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${parameter}`) });
+        if (access.self) expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${access.self}`) });
+        if (access.namespace && 'param' in access.namespace)
+          expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${access.namespace.param}`) });
+      }
     });
   });
 
