@@ -87,7 +87,7 @@ export function loadRow(name: string, figures: Load): string {
 }
 
 /** Writes a run's figures to bench/results/<name>-<date>.json. */
-export function writeResults(name: string, results: { date: string }): void {
+export function writeResults(name: string, results: { readonly date: string; readonly [figure: string]: unknown }): void {
   const out = join(ROOT, 'bench', 'results');
   mkdirSync(out, { recursive: true });
   const file = join(out, `${name}-${results.date.replace(/[:.]/g, '-')}.json`);

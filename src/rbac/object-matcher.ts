@@ -17,7 +17,8 @@ export interface ObjectMatcher {
   matches(path: string): boolean;
 }
 
-const LITERAL_SEGMENT = /^\/([^/*?[\]{}()!+@]+)(?:\/|$)/;
+/** A first segment of plain characters only: any other may mean something to a glob (`*?[]{}()!+@|\\`). */
+const LITERAL_SEGMENT = /^\/([A-Za-z0-9_.~-]+)(?:\/|$)/;
 
 /** The first segment of an object path (`Pipelines` of `/Pipelines/1234`). */
 export function subjectTypeOf(path: string): string {
@@ -53,7 +54,7 @@ export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): O
       return { subjectType: literalFirstSegment(object), matches: (path) => pattern.test(path) };
     }
     case 'regex': {
-      const pattern = new RegExp(`^(?:${object})$`, 'u');
+      const pattern = new RegExp(`^(?:${object})$`);
       return { subjectType: ANY_SUBJECT, matches: (path) => pattern.test(path) };
     }
   }
