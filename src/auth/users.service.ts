@@ -39,6 +39,7 @@ function refuseChangesBeyondSelfService(current: User, input: UserInputDto, chan
   const changed = (Object.keys(changes) as (keyof UserChanges)[]).filter(
     (field) => !SELF_SERVICE_FIELDS.includes(field) && field !== 'passwordHash' && changes[field] !== current[field],
   );
+  for (const field of ['system', 'invitationPending'] as const) if ((input[field] ?? current[field]) !== current[field]) changed.push(field);
   if (input.password !== undefined) changed.push('passwordHash');
   if (changed.length > 0) {
     const names = changed.map((field) => (field === 'passwordHash' ? 'password' : field));
@@ -147,8 +148,8 @@ export class UsersService {
     const updated = await this.users.update(id, async (current) => {
       requireIfMatch(ifMatch, current.version);
       const input = await decide(current);
+      if (asSelf) refuseChangesBeyondSelfService(current, input, {});
       this.refuseChangesToHubFields(current, input);
-      if (asSelf && input.password !== undefined) refuseChangesBeyondSelfService(current, input, {});
       const changes = { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
       if (asSelf) refuseChangesBeyondSelfService(current, input, changes);
       return changes;

@@ -1,0 +1,735 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { RequestMethod } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import { ACTIONS, ROUTE_OPTIONS, type Action, type HttpMethod, type RouteAccess, type RouteOptions } from '../../src/common/http/route.decorator.js';
+import { ADMIN_PASSWORD, ADMIN_USER, bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+
+/**
+ * Every route of the hub is guarded (api-map §0, §6): a table with one row per route, each with a
+ * request that succeeds for an authorised caller, tried without credentials, by a user without
+ * bindings, by a user with every action on the route's object but the one it needs, and by a user
+ * with exactly the permission the route declares. A route missing from the table fails the spec.
+ */
+
+const PASSWORD = 'a-long-enough-password';
+const OTHER_PASSWORD = 'another-long-enough-password';
+const PROBLEM_KEYS = ['detail', 'msg', 'requestId', 'status', 'title', 'type'];
+
+interface Fixtures {
+  readonly user: string;
+  readonly doomedUser: string;
+  readonly boundUser: string;
+  readonly group: string;
+  readonly doomedGroup: string;
+  readonly role: string;
+  readonly doomedRole: string;
+  readonly namespace: string;
+  readonly doomedNamespace: string;
+  readonly invitationToken: string;
+}
+
+/** Names and values of the fixtures, which no denial may reveal. */
+const FIXTURE_NAMES = {
+  user: 'rbac-target',
+  userDisplayName: 'Target Person',
+  userEmail: 'target@example.com',
+  doomedUser: 'rbac-doomed-user',
+  boundUser: 'rbac-bound-user',
+  invitee: 'rbac-invitee',
+  group: 'rbac-fixture-group',
+  doomedGroup: 'rbac-doomed-group',
+  role: 'rbac-fixture-role',
+  doomedRole: 'rbac-doomed-role',
+  namespace: 'rbac-fixture-ns',
+  doomedNamespace: 'rbac-doomed-ns',
+} as const;
+
+interface Caller {
+  readonly id: string;
+  readonly userName: string;
+  readonly token: string;
+}
+
+interface RouteCase {
+  readonly method: HttpMethod;
+  /** As the application registers it, with `:param` placeholders. */
+  readonly path: string;
+  /** What the route must declare in its `@Route`. */
+  readonly access: RouteAccess;
+  readonly params?: (f: Fixtures) => Record<string, string>;
+  /** The name of the fixture a single-resource route acts on. */
+  readonly resource?: string;
+  readonly query?: (f: Fixtures) => string;
+  readonly payload?: (f: Fixtures) => unknown;
+  /** The status an authorised caller gets. */
+  readonly allowed: number;
+}
+
+const ROUTES: readonly RouteCase[] = [
+  // Authentication
+  { method: 'POST', path: '/api/v2/auth/login', access: { public: true }, payload: () => ({ username: ADMIN_USER, password: ADMIN_PASSWORD }), allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/auth/accounts',
+    access: { public: true },
+    payload: (f) => ({ token: f.invitationToken, userName: FIXTURE_NAMES.invitee, displayName: 'Invitee', password: PASSWORD }),
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/auth/me', access: { self: true }, allowed: 200 },
+  { method: 'GET', path: '/api/v2/auth/claims', access: { self: true }, allowed: 200 },
+  {
+    method: 'PUT',
+    path: '/api/v2/auth/me/password',
+    access: { self: true },
+    payload: () => ({ currentPassword: PASSWORD, newPassword: OTHER_PASSWORD }),
+    allowed: 200,
+  },
+  // Users
+  { method: 'GET', path: '/api/v2/auth/users', access: { object: '/Users', action: 'Read' }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/auth/users',
+    access: { object: '/Users', action: 'Create' },
+    payload: () => ({ userName: 'rbac-created-user', password: PASSWORD }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/auth/users/:userId',
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/auth/users/:userId',
+    access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    payload: () => ({ userName: FIXTURE_NAMES.user, displayName: 'Replaced Person', email: FIXTURE_NAMES.userEmail }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/auth/users/:userId',
+    access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    payload: () => [{ op: 'replace', path: '/displayName', value: 'Patched Person' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/auth/users/:userId',
+    access: { object: '/Users/{userId}', action: 'Delete' },
+    resource: FIXTURE_NAMES.doomedUser,
+    params: (f) => ({ userId: f.doomedUser }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/auth/users/:userId/groups',
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/auth/users/:userId/unix',
+    access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    allowed: 200,
+  },
+  // Groups and principals
+  { method: 'GET', path: '/api/v2/auth/groups', access: { object: '/Groups', action: 'Read' }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/auth/groups',
+    access: { object: '/Groups', action: 'Create' },
+    payload: () => ({ name: 'rbac-created-group' }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/auth/groups/:groupId',
+    access: { object: '/Groups/{groupId}', action: 'Read' },
+    resource: FIXTURE_NAMES.group,
+    params: (f) => ({ groupId: f.group }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/auth/groups/:groupId',
+    access: { object: '/Groups/{groupId}', action: 'Update' },
+    resource: FIXTURE_NAMES.group,
+    params: (f) => ({ groupId: f.group }),
+    payload: () => ({ name: FIXTURE_NAMES.group, externalId: 'rbac-external-group' }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/auth/groups/:groupId',
+    access: { object: '/Groups/{groupId}', action: 'Update' },
+    resource: FIXTURE_NAMES.group,
+    params: (f) => ({ groupId: f.group }),
+    payload: () => [{ op: 'add', path: '/externalId', value: 'rbac-patched-group' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/auth/groups/:groupId',
+    access: { object: '/Groups/{groupId}', action: 'Delete' },
+    resource: FIXTURE_NAMES.doomedGroup,
+    params: (f) => ({ groupId: f.doomedGroup }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/auth/groups/:groupId/members',
+    access: { object: '/Groups/{groupId}', action: 'Read' },
+    resource: FIXTURE_NAMES.group,
+    params: (f) => ({ groupId: f.group }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/auth/groups/:groupId/members',
+    access: { object: '/Groups/{groupId}', action: 'Update' },
+    resource: FIXTURE_NAMES.group,
+    params: (f) => ({ groupId: f.group }),
+    payload: (f) => [{ op: 'add', id: f.user }],
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/auth/principals', access: { object: '/Users', action: 'Read' }, allowed: 200 },
+  // Namespaces
+  { method: 'GET', path: '/api/v2/namespaces', access: { object: '/Namespaces', action: 'Read', namespaced: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/namespaces',
+    access: { object: '/Namespaces', action: 'Create' },
+    payload: () => ({ name: 'rbac-created-ns' }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/namespaces/:id',
+    access: { object: '/Namespaces/{id}', action: 'Read', namespace: { param: 'id' } },
+    resource: FIXTURE_NAMES.namespace,
+    params: (f) => ({ id: f.namespace }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/namespaces/:id',
+    access: { object: '/Namespaces/{id}', action: 'Update', namespace: { param: 'id' } },
+    resource: FIXTURE_NAMES.namespace,
+    params: (f) => ({ id: f.namespace }),
+    payload: () => ({ name: FIXTURE_NAMES.namespace, description: 'replaced' }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/namespaces/:id',
+    access: { object: '/Namespaces/{id}', action: 'Update', namespace: { param: 'id' } },
+    resource: FIXTURE_NAMES.namespace,
+    params: (f) => ({ id: f.namespace }),
+    payload: () => [{ op: 'add', path: '/description', value: 'patched' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/namespaces/:id',
+    access: { object: '/Namespaces/{id}', action: 'Delete', namespace: { param: 'id' } },
+    resource: FIXTURE_NAMES.doomedNamespace,
+    params: (f) => ({ id: f.doomedNamespace }),
+    allowed: 200,
+  },
+  // Access control
+  { method: 'GET', path: '/api/v2/rbac/roles', access: { object: '/Roles', action: 'Read' }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/rbac/roles',
+    access: { object: '/Roles', action: 'Create' },
+    payload: () => ({ name: 'rbac-created-role', permissions: [{ object: '/Groups', objectMatcher: 'simple', actions: ['Read'], effect: 'Allow' }] }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/rbac/roles/:roleId',
+    access: { object: '/Roles/{roleId}', action: 'Read' },
+    resource: FIXTURE_NAMES.role,
+    params: (f) => ({ roleId: f.role }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/rbac/roles/:roleId',
+    access: { object: '/Roles/{roleId}', action: 'Update' },
+    resource: FIXTURE_NAMES.role,
+    params: (f) => ({ roleId: f.role }),
+    payload: () => ({ name: FIXTURE_NAMES.role, description: 'replaced', permissions: [] }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/rbac/roles/:roleId',
+    access: { object: '/Roles/{roleId}', action: 'Update' },
+    resource: FIXTURE_NAMES.role,
+    params: (f) => ({ roleId: f.role }),
+    payload: () => [{ op: 'add', path: '/description', value: 'patched' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/rbac/roles/:roleId',
+    access: { object: '/Roles/{roleId}', action: 'Delete' },
+    resource: FIXTURE_NAMES.doomedRole,
+    params: (f) => ({ roleId: f.doomedRole }),
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/rbac/rolebindings', access: { object: '/RoleBindings', action: 'Read', namespaced: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/rbac/rolebindings',
+    access: { object: '/RoleBindings', action: 'Create', namespace: { body: 'namespace' } },
+    payload: (f) => ({ role: f.role, principal: f.user, namespace: FIXTURE_NAMES.namespace }),
+    allowed: 201,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/rbac/rolebindings',
+    access: { object: '/RoleBindings', action: 'Delete', namespace: { query: 'filter[namespace][EQ]' } },
+    query: (f) => `filter[principal][EQ]=${f.boundUser}`,
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/rbac/evaluate',
+    access: { self: true },
+    payload: () => [{ object: '/Groups', action: 'Read' }],
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/rbac/explain',
+    access: { object: '/RoleBindings', action: 'Read' },
+    payload: (f) => [{ user: f.user, object: '/Groups', action: 'Read' }],
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/rbac/audit', access: { object: '/Audit', action: 'Read' }, allowed: 200 },
+  // Operations
+  { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
+  { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
+  { method: 'GET', path: '/metrics', access: { object: '/Metrics', action: 'Read' }, allowed: 200 },
+];
+
+type PermissionRoute = RouteCase & { readonly access: Extract<RouteAccess, { object: string }> };
+
+const keyOf = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
+const isPermissionRoute = (route: RouteCase): route is PermissionRoute => 'object' in route.access;
+const PERMISSION_ROUTES = ROUTES.filter(isPermissionRoute);
+const SELF_ROUTES = ROUTES.filter((route) => 'self' in route.access && route.access.self === true);
+const PUBLIC_ROUTES = ROUTES.filter((route) => 'public' in route.access);
+/** A route on one resource: its object names a path parameter. */
+const isSingleResource = (route: PermissionRoute) => route.access.object.includes('{');
+
+function joinPath(...parts: string[]): string {
+  return `/${parts
+    .map((part) => part.replace(/^\/+|\/+$/g, ''))
+    .filter(Boolean)
+    .join('/')}`;
+}
+
+/** Every handler the application routes to, as `METHOD /path/:param`, with its `@Route` options. */
+function applicationRoutes(hub: TestHub): Map<string, RouteOptions | undefined> {
+  const routes = new Map<string, RouteOptions | undefined>();
+  for (const module of hub.app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const metatype = wrapper.metatype as { prototype: object } | null | undefined;
+      if (!metatype) continue;
+      const bases = [Reflect.getMetadata('path', metatype) as string | string[] | undefined].flat().map((base) => base ?? '');
+      for (let prototype = metatype.prototype; prototype && prototype !== Object.prototype; prototype = Object.getPrototypeOf(prototype) as object) {
+        for (const name of Object.getOwnPropertyNames(prototype)) {
+          const handler = (prototype as Record<string, unknown>)[name];
+          if (name === 'constructor' || typeof handler !== 'function') continue;
+          const method = Reflect.getMetadata('method', handler) as RequestMethod | undefined;
+          if (method === undefined) continue;
+          const paths = [Reflect.getMetadata('path', handler) as string | string[] | undefined].flat().map((path) => path ?? '');
+          for (const base of bases) {
+            for (const path of paths)
+              routes.set(`${RequestMethod[method]} ${joinPath(base, path)}`, Reflect.getMetadata(ROUTE_OPTIONS, handler) as RouteOptions);
+          }
+        }
+      }
+    }
+  }
+  return routes;
+}
+
+describe('route access control', () => {
+  let hub: TestHub;
+  let fixtures: Fixtures;
+  let nobody: Caller;
+  /** Per route: a user with exactly its permission (self routes: no binding at all). */
+  const allowedCallers = new Map<string, Caller>();
+  /** Per permission route: a user with every action on its object but the one it needs. */
+  const otherActionCallers = new Map<string, Caller>();
+  let snapshot: unknown;
+  let userCount = 0;
+
+  const asAdmin = async (method: HttpMethod, url: string, payload?: unknown, expected = method === 'POST' ? 201 : 200) => {
+    const response = await hub.inject({ method, url, headers: bearer(hub.adminToken), ...(payload !== undefined && { payload: payload as object }) });
+    if (response.statusCode !== expected) throw new Error(`${method} ${url} answered ${response.statusCode}, not ${expected}: ${response.body}`);
+    return response.json<Record<string, unknown> & { _id: string; id: string }>();
+  };
+
+  const createUser = async (userName: string) => (await asAdmin('POST', '/api/v2/auth/users', { userName, password: PASSWORD }))._id;
+  const createRole = async (name: string, permissions: object[]) => (await asAdmin('POST', '/api/v2/rbac/roles', { name, permissions })).id;
+  const bind = (role: string, principal: string, namespace: string) => asAdmin('POST', '/api/v2/rbac/rolebindings', { role, principal, namespace });
+  const createNamespace = async (name: string) => (await asAdmin('POST', '/api/v2/namespaces', { name }))._id;
+
+  /** A new user, given `actions` on `object` in `namespace` through a role of its own, logged in. */
+  const createCaller = async (prefix: string, grant?: { object: string; actions: readonly string[]; namespace?: string }[]): Promise<Caller> => {
+    userCount += 1;
+    const userName = `${prefix}-${userCount}`;
+    const id = await createUser(userName);
+    if (grant) {
+      for (const [index, { object, actions, namespace = '*' }] of grant.entries()) {
+        const role = await createRole(`${userName}-role-${index}`, [{ object, objectMatcher: 'simple', actions, effect: 'Allow' }]);
+        await bind(role, id, namespace);
+      }
+    }
+    return { id, userName, token: await hub.login(userName, PASSWORD) };
+  };
+
+  const requestOf = (route: RouteCase) => {
+    const params = route.params?.(fixtures) ?? {};
+    const url = route.path.replace(/:(\w+)/g, (_match, name: string) => params[name]) + (route.query ? `?${route.query(fixtures)}` : '');
+    const payload = route.payload?.(fixtures);
+    return { method: route.method, url, ...(payload !== undefined && { payload: payload as object }) };
+  };
+  const call = (route: RouteCase, headers: Record<string, string> = {}) => hub.inject({ ...requestOf(route), headers });
+  /** The object a route's permission is checked on, its parameters filled in. */
+  const objectOf = (route: PermissionRoute) => {
+    const params = route.params?.(fixtures) ?? {};
+    return route.access.object.replace(/\{(\w+)\}/g, (_match, name: string) => params[name]);
+  };
+
+  /** A denial: a problem that reveals nothing of the fixtures beyond what the request said and the caller may read. */
+  const expectDenial = (route: RouteCase, response: InjectResponse, status: number, detail?: string, readable: readonly string[] = []) => {
+    expect([keyOf(route), response.statusCode]).toEqual([keyOf(route), status]);
+    expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    const body = response.json<Record<string, unknown>>();
+    expect(Object.keys(body).sort()).toEqual(PROBLEM_KEYS);
+    expect(body.status).toBe(status);
+    if (detail) expect(body.detail).toContain(detail);
+    const request = JSON.stringify(requestOf(route));
+    const revealed = Object.values(FIXTURE_NAMES).filter((value) => !request.includes(value) && !readable.includes(value) && response.body.includes(value));
+    expect(revealed).toEqual([]);
+  };
+
+  /** What admin sees of everything the table's routes change. */
+  const takeSnapshot = async () =>
+    Promise.all(
+      [
+        '/api/v2/auth/users?page[limit]=1000',
+        '/api/v2/auth/groups?page[limit]=1000',
+        `/api/v2/auth/groups/${fixtures.group}/members`,
+        '/api/v2/rbac/roles?page[limit]=1000',
+        '/api/v2/rbac/rolebindings?page[limit]=1000',
+        '/api/v2/namespaces?page[limit]=1000',
+      ].map((url) => asAdmin('GET', url)),
+    );
+
+  beforeAll(async () => {
+    hub = await startTestHub();
+    const user = await asAdmin('POST', '/api/v2/auth/users', {
+      userName: FIXTURE_NAMES.user,
+      password: PASSWORD,
+      displayName: FIXTURE_NAMES.userDisplayName,
+      email: FIXTURE_NAMES.userEmail,
+    });
+    const invitation = await asAdmin('POST', '/api/v2/auth/users', { userName: FIXTURE_NAMES.invitee, invitationPending: true });
+    const role = (await asAdmin('POST', '/api/v2/rbac/roles', { name: FIXTURE_NAMES.role, permissions: [] })).id;
+    const boundUser = await createUser(FIXTURE_NAMES.boundUser);
+    await bind(role, boundUser, '*');
+    fixtures = {
+      user: user._id,
+      doomedUser: await createUser(FIXTURE_NAMES.doomedUser),
+      boundUser,
+      group: (await asAdmin('POST', '/api/v2/auth/groups', { name: FIXTURE_NAMES.group }))._id,
+      doomedGroup: (await asAdmin('POST', '/api/v2/auth/groups', { name: FIXTURE_NAMES.doomedGroup }))._id,
+      role,
+      doomedRole: await createRole(FIXTURE_NAMES.doomedRole, []),
+      namespace: await createNamespace(FIXTURE_NAMES.namespace),
+      doomedNamespace: await createNamespace(FIXTURE_NAMES.doomedNamespace),
+      invitationToken: invitation.invitationToken as string,
+    };
+    nobody = await createCaller('nobody');
+    for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
+    for (const route of PERMISSION_ROUTES) {
+      const action: Action = route.access.action;
+      allowedCallers.set(keyOf(route), await createCaller('allowed', [{ object: objectOf(route), actions: [action] }]));
+      const others = ACTIONS.filter((other) => other !== action);
+      otherActionCallers.set(keyOf(route), await createCaller('others', [{ object: objectOf(route), actions: others }]));
+    }
+    snapshot = await takeSnapshot();
+  }, 180_000);
+  afterAll(() => hub?.close());
+
+  describe('the table', () => {
+    it('holds every route of the application, and nothing else', () => {
+      const routes = [...applicationRoutes(hub).keys()].sort();
+      const table = ROUTES.map(keyOf).sort();
+      expect(routes.filter((route) => !table.includes(route))).toEqual([]);
+      expect(table.filter((route) => !routes.includes(route))).toEqual([]);
+      expect(new Set(table).size).toBe(table.length);
+    });
+
+    it('holds every operation of the OpenAPI document, with the permission it shows', async () => {
+      const response = await hub.inject({ method: 'GET', url: '/api/openapi.json' });
+      expect(response.statusCode).toBe(200);
+      const paths = response.json<{ paths: Record<string, Record<string, { 'x-hub-permission'?: unknown }>> }>().paths;
+      const documented = Object.entries(paths).flatMap(([path, operations]) =>
+        Object.entries(operations).map(([method, operation]) => ({
+          key: `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`,
+          permission: operation['x-hub-permission'],
+        })),
+      );
+      expect(documented.map(({ key }) => key).sort()).toEqual(ROUTES.map(keyOf).sort());
+      for (const { key, permission } of documented) {
+        const route = ROUTES.find((candidate) => keyOf(candidate) === key) as RouteCase;
+        const expected =
+          'public' in route.access
+            ? undefined
+            : 'object' in route.access
+              ? { object: route.access.object, action: route.access.action, ...(route.access.self && { self: true }) }
+              : { self: true };
+        expect([key, permission]).toEqual([key, expected]);
+      }
+    });
+
+    it.each(ROUTES.map((route) => [keyOf(route), route] as const))('%s declares the access the table expects', (_key, route) => {
+      const options = applicationRoutes(hub).get(keyOf(route));
+      expect(options?.access).toEqual(route.access);
+      // A single-resource row names the fixture it acts on, through a path parameter.
+      if (isPermissionRoute(route) && isSingleResource(route))
+        expect([route.resource, objectOf(route)]).toEqual([expect.any(String), expect.stringMatching(/\/[0-9a-f-]{36}$/)]);
+      expect(hub.app.getHttpAdapter().getInstance().hasRoute({ method: route.method, url: route.path })).toBe(true);
+    });
+  });
+
+  describe('without credentials', () => {
+    it.each([...PERMISSION_ROUTES, ...SELF_ROUTES].map((route) => [keyOf(route), route] as const))('%s is 401', async (_key, route) => {
+      expectDenial(route, await call(route), 401, 'credentials are required');
+    });
+
+    it.each([...PERMISSION_ROUTES, ...SELF_ROUTES].map((route) => [keyOf(route), route] as const))('%s is 401 with a forged token', async (_key, route) => {
+      const [header, payload] = hub.adminToken.split('.');
+      expectDenial(route, await call(route, { authorization: `Bearer ${header}.${payload}.${'A'.repeat(43)}` }), 401);
+    });
+
+    it('serves the OpenAPI document and its UI, which are not @Route routes', async () => {
+      expect((await hub.inject({ method: 'GET', url: '/api/openapi.json' })).statusCode).toBe(200);
+      const docs = await hub.inject({ method: 'GET', url: '/api/docs' });
+      expect(docs.statusCode).toBe(200);
+      expect(docs.headers['content-type']).toMatch(/^text\/html/);
+    });
+  });
+
+  describe('as a user without bindings', () => {
+    it.each(PERMISSION_ROUTES.filter((route) => !isSingleResource(route)).map((route) => [keyOf(route), route] as const))(
+      '%s is 403, naming the action and the object',
+      async (_key, route) => {
+        const response = await call(route, bearer(nobody.token));
+        expectDenial(route, response, 403, `Not allowed: ${route.access.action} on ${route.access.object} in `);
+      },
+    );
+
+    it.each(PERMISSION_ROUTES.filter(isSingleResource).map((route) => [keyOf(route), route] as const))(
+      '%s is 404 on a resource the user may not read, as if it did not exist',
+      async (_key, route) => {
+        expectDenial(route, await call(route, bearer(nobody.token)), 404, 'not found');
+      },
+    );
+  });
+
+  describe('as a user with every action on the object but the one the route needs', () => {
+    it.each(PERMISSION_ROUTES.map((route) => [keyOf(route), route] as const))('%s is denied', async (_key, route) => {
+      const caller = otherActionCallers.get(keyOf(route)) as Caller;
+      const response = await call(route, bearer(caller.token));
+      if (isSingleResource(route) && route.access.action === 'Read') expectDenial(route, response, 404, 'not found');
+      // A caller that may read the resource may see its name.
+      else expectDenial(route, response, 403, `Not allowed: ${route.access.action} on ${objectOf(route)} in `, route.resource ? [route.resource] : []);
+    });
+  });
+
+  it('denied requests changed nothing', async () => {
+    expect(await takeSnapshot()).toEqual(snapshot);
+  });
+
+  describe('with exactly the permission the route declares', () => {
+    it.each(PERMISSION_ROUTES.map((route) => [keyOf(route), route] as const))('%s is allowed', async (_key, route) => {
+      const caller = allowedCallers.get(keyOf(route)) as Caller;
+      const response = await call(route, bearer(caller.token));
+      expect([keyOf(route), response.statusCode, response.body]).toEqual([keyOf(route), route.allowed, response.body]);
+    });
+
+    it.each(SELF_ROUTES.map((route) => [keyOf(route), route] as const))('%s is allowed to a user without bindings', async (_key, route) => {
+      const caller = allowedCallers.get(keyOf(route)) as Caller;
+      const response = await call(route, bearer(caller.token));
+      expect([keyOf(route), response.statusCode, response.body]).toEqual([keyOf(route), route.allowed, response.body]);
+    });
+
+    it.each(PUBLIC_ROUTES.map((route) => [keyOf(route), route] as const))('%s is allowed without credentials', async (_key, route) => {
+      const response = await call(route);
+      expect([keyOf(route), response.statusCode, response.body]).toEqual([keyOf(route), route.allowed, response.body]);
+    });
+
+    it('answered the self routes about the caller itself', async () => {
+      const caller = await createCaller('self');
+      const me = await hub.inject({ method: 'GET', url: '/api/v2/auth/me', headers: bearer(caller.token) });
+      expect(me.json()).toMatchObject({ _id: caller.id, userName: caller.userName });
+      const claims = await hub.inject({ method: 'GET', url: '/api/v2/auth/claims', headers: bearer(caller.token) });
+      expect(claims.json()).toMatchObject({ claims: { sub: caller.id, userName: caller.userName } });
+      const evaluation = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/rbac/evaluate',
+        headers: bearer(caller.token),
+        payload: [{ object: '/Groups', action: 'Read' }],
+      });
+      expect(evaluation.json()).toEqual(['Deny']);
+    });
+  });
+
+  describe("a user's own record, without bindings", () => {
+    let self: Caller;
+    const url = () => `/api/v2/auth/users/${self.id}`;
+    const asSelf = (method: HttpMethod, path: string, payload?: object) =>
+      hub.inject({ method, url: path, headers: bearer(self.token), ...(payload !== undefined && { payload }) });
+
+    beforeAll(async () => {
+      self = await createCaller('selfie');
+    });
+
+    it('may be read, with its groups and unix details', async () => {
+      const user = await asSelf('GET', url());
+      expect(user.statusCode).toBe(200);
+      expect(user.json()).toMatchObject({ _id: self.id, userName: self.userName });
+      const groups = await asSelf('GET', `${url()}/groups`);
+      expect(groups.statusCode).toBe(200);
+      expect(groups.json()).toEqual([]);
+      const unix = await asSelf('GET', `${url()}/unix`);
+      expect(unix.statusCode).toBe(200);
+      expect(unix.json()).toMatchObject({ userName: self.userName });
+    });
+
+    it('may have its displayName and email changed by PATCH and by PUT', async () => {
+      const patched = await asSelf('PATCH', url(), [
+        { op: 'add', path: '/displayName', value: 'Self Patched' },
+        { op: 'add', path: '/email', value: 'patched@example.com' },
+      ]);
+      expect([patched.statusCode, patched.body]).toEqual([200, patched.body]);
+      expect(patched.json()).toMatchObject({ displayName: 'Self Patched', email: 'patched@example.com' });
+      const replaced = await asSelf('PUT', url(), { userName: self.userName, displayName: 'Self Replaced', email: 'replaced@example.com' });
+      expect([replaced.statusCode, replaced.body]).toEqual([200, replaced.body]);
+      expect((await asSelf('GET', url())).json()).toMatchObject({ displayName: 'Self Replaced', email: 'replaced@example.com' });
+    });
+
+    it.each([
+      ['active', { op: 'replace', path: '/active', value: false }],
+      ['system', { op: 'replace', path: '/system', value: true }],
+      ['externalId', { op: 'add', path: '/externalId', value: 'self-external' }],
+      ['userName', { op: 'replace', path: '/userName', value: 'selfie-renamed' }],
+      ['unixHomeDirectory', { op: 'add', path: '/unixHomeDirectory', value: '/home/selfie' }],
+      ['password', { op: 'add', path: '/password', value: OTHER_PASSWORD }],
+    ])('may not have its %s changed by PATCH (403), and nothing changes', async (_field, operation) => {
+      const before = await asSelf('GET', url());
+      const response = await asSelf('PATCH', url(), [{ op: 'add', path: '/displayName', value: 'Sneaked In' }, operation]);
+      expect([response.statusCode, response.body]).toEqual([403, response.body]);
+      expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      const after = await asSelf('GET', url());
+      expect(after.json()).toEqual(before.json());
+      expect(after.headers.etag).toBe(before.headers.etag);
+    });
+
+    it('still logs in with its password after the refused password change', async () => {
+      await expect(hub.login(self.userName, PASSWORD)).resolves.toEqual(expect.any(String));
+    });
+
+    it("sees another user's record as not found", async () => {
+      const other = `/api/v2/auth/users/${fixtures.user}`;
+      const requests: [HttpMethod, string, object?][] = [
+        ['GET', other],
+        ['GET', `${other}/groups`],
+        ['GET', `${other}/unix`],
+        ['PUT', other, { userName: FIXTURE_NAMES.user, displayName: 'Hijacked' }],
+        ['PATCH', other, [{ op: 'replace', path: '/displayName', value: 'Hijacked' }]],
+        ['DELETE', other],
+      ];
+      for (const [method, path, payload] of requests) {
+        const response = await asSelf(method, path, payload);
+        expect([method, path, response.statusCode]).toEqual([method, path, 404]);
+        expect(response.body).not.toContain(FIXTURE_NAMES.user);
+      }
+      expect((await asAdmin('GET', other)).displayName).not.toBe('Hijacked');
+    });
+  });
+
+  describe('namespaced routes', () => {
+    let a: string;
+    let b: string;
+    let reader: Caller;
+    const asReader = (method: HttpMethod, url: string, payload?: object) =>
+      hub.inject({ method, url, headers: bearer(reader.token), ...(payload !== undefined && { payload }) });
+
+    beforeAll(async () => {
+      a = await createNamespace('a');
+      b = await createNamespace('b');
+      reader = await createCaller('reader', [
+        { object: '/Namespaces', actions: ['Read'], namespace: 'a' },
+        { object: '/Namespaces/*', actions: ['Read'], namespace: 'a' },
+      ]);
+    });
+
+    it('lists only the namespaces where the user may read', async () => {
+      const response = await asReader('GET', '/api/v2/namespaces');
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toMatchObject({ totalCount: 1, data: [{ _id: a, name: 'a' }] });
+    });
+
+    it('reads its namespace, and not another', async () => {
+      expect((await asReader('GET', `/api/v2/namespaces/${a}`)).json()).toMatchObject({ _id: a, name: 'a' });
+      const other = await asReader('GET', `/api/v2/namespaces/${b}`);
+      expect(other.statusCode).toBe(404);
+      expect(other.body).not.toContain('"b"');
+      expect((await asReader('GET', `/api/v2/namespaces/${fixtures.namespace}`)).statusCode).toBe(404);
+    });
+
+    it('is refused (403, not 404) a change to the namespace it may read, and 404 for the other', async () => {
+      const deleted = await asReader('DELETE', `/api/v2/namespaces/${a}`);
+      expect(deleted.statusCode).toBe(403);
+      expect(deleted.json().detail).toBe(`Not allowed: Delete on /Namespaces/${a} in namespace 'a'`);
+      const replaced = await asReader('PUT', `/api/v2/namespaces/${a}`, { name: 'a', description: 'mine now' });
+      expect(replaced.statusCode).toBe(403);
+      expect((await asReader('DELETE', `/api/v2/namespaces/${b}`)).statusCode).toBe(404);
+      expect((await asAdmin('GET', `/api/v2/namespaces/${a}`)).description).toBeUndefined();
+    });
+
+    it("lets Delete on '/Namespaces/*' in 'a' through to the operation, which keeps 'a' while it holds bindings (409)", async () => {
+      const deleter = await createCaller('deleter', [{ object: '/Namespaces/*', actions: ['Delete'], namespace: 'a' }]);
+      expect((await hub.inject({ method: 'DELETE', url: `/api/v2/namespaces/${b}`, headers: bearer(deleter.token) })).statusCode).toBe(404);
+      // The bindings that give the permission live in 'a', so the hub refuses with its own 409
+      // (a namespace holding role bindings is not deleted): the access check let it through.
+      const held = await hub.inject({ method: 'DELETE', url: `/api/v2/namespaces/${a}`, headers: bearer(deleter.token) });
+      expect([held.statusCode, held.json().detail]).toEqual([409, expect.stringMatching(/^Namespace 'a' still holds \d+ role bindings/)]);
+      // Only the deleter's own binding is left in 'a' then, and it still holds the namespace.
+      await asAdmin('DELETE', `/api/v2/rbac/rolebindings?filter[principal][EQ]=${reader.id}`);
+      const still = await hub.inject({ method: 'DELETE', url: `/api/v2/namespaces/${a}`, headers: bearer(deleter.token) });
+      expect([still.statusCode, still.json().detail]).toEqual([409, expect.stringMatching(/^Namespace 'a' still holds 1 role bindings/)]);
+    });
+  });
+});
