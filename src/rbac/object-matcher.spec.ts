@@ -144,6 +144,10 @@ describe('compileObjectMatcher', () => {
     it.each(['/Pipelines/(', '/Pipelines/[', '*', '+/Pipelines', '/Pipelines/**', '/(?<x/1'])('refuses the invalid regex %s', (object) => {
       expect(() => compileObjectMatcher('regex', object)).toThrow(SyntaxError);
     });
+
+    it.each(['/Pipelines/(a+)+', '/(x*)*y', '/([a-z]+)*/logs'])('refuses %s, which could backtrack exponentially', (object) => {
+      expect(() => compileObjectMatcher('regex', object)).toThrow(/exponential time/);
+    });
   });
 
   // A decision only tries the permissions indexed under its object's first segment or `all`, so

@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import safeRegex from 'safe-regex2';
 
 export const OBJECT_MATCHERS = ['simple', 'glob', 'regex'] as const;
 export type ObjectMatcherKind = (typeof OBJECT_MATCHERS)[number];
@@ -42,7 +43,7 @@ function simpleMatcher(object: string): ObjectMatcher {
 
 /**
  * Compiles a permission's object matcher. Throws a SyntaxError for a regex that does not
- * compile; the caller turns it into a 400.
+ * compile or could backtrack exponentially; the caller turns it into a 400.
  */
 export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): ObjectMatcher {
   switch (kind) {
@@ -55,6 +56,9 @@ export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): O
     }
     case 'regex': {
       const pattern = new RegExp(`^(?:${object})$`);
+      // Every request may be matched against it: a pattern that can backtrack exponentially
+      // (nested quantifiers such as (a+)+) would let one role stall the hub.
+      if (!safeRegex(pattern)) throw new SyntaxError('it may take exponential time on some paths (nested quantifiers); simplify it');
       return { subjectType: ANY_SUBJECT, matches: (path) => pattern.test(path) };
     }
   }
