@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import safeRegex from 'safe-regex2';
+import { RE2JS } from 're2js';
 
 export const OBJECT_MATCHERS = ['simple', 'glob', 'regex'] as const;
 export type ObjectMatcherKind = (typeof OBJECT_MATCHERS)[number];
@@ -43,7 +43,7 @@ function simpleMatcher(object: string): ObjectMatcher {
 
 /**
  * Compiles a permission's object matcher. Throws a SyntaxError for a regex that does not
- * compile or could backtrack exponentially; the caller turns it into a 400.
+ * compile (RE2 syntax: no backreferences or lookaround); the caller turns it into a 400.
  */
 export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): ObjectMatcher {
   switch (kind) {
@@ -55,11 +55,15 @@ export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): O
       return { subjectType: literalFirstSegment(object), matches: (path) => pattern.test(path) };
     }
     case 'regex': {
-      const pattern = new RegExp(`^(?:${object})$`);
-      // Every request may be matched against it: a pattern that can backtrack exponentially
-      // (nested quantifiers such as (a+)+) would let one role stall the hub.
-      if (!safeRegex(pattern)) throw new SyntaxError('it may take exponential time on some paths (nested quantifiers); simplify it');
-      return { subjectType: ANY_SUBJECT, matches: (path) => pattern.test(path) };
+      // RE2's linear-time engine: every request may be matched against the pattern, and a
+      // backtracking engine would let one pattern such as (a|a)* stall the hub.
+      let pattern: RE2JS;
+      try {
+        pattern = RE2JS.compile(`^(?:${object})$`);
+      } catch (error) {
+        throw new SyntaxError((error as Error).message);
+      }
+      return { subjectType: ANY_SUBJECT, matches: (path) => pattern.matches(path) };
     }
   }
 }
