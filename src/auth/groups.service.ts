@@ -103,6 +103,11 @@ export class GroupsService {
     return found ?? null;
   }
 
+  /** Users and groups with these ids, for other areas (explain); unknown ids are left out. */
+  findPrincipals(ids: readonly string[]): Promise<PrincipalRef[]> {
+    return this.groups.principalsById([...new Set(ids.map((id) => id.toLowerCase()))]);
+  }
+
   /** Ids of the groups a user is in, directly or not. */
   effectiveGroupIds(userId: string): Promise<string[]> {
     return this.groups.effectiveGroupIds(userId);

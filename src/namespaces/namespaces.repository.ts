@@ -39,6 +39,15 @@ export class NamespacesRepository {
     return this.dataSource.getRepository(Namespace).findOneBy({ id });
   }
 
+  /** Namespaces whose lower-case names are among these. */
+  findByNames(lowerCaseNames: readonly string[]): Promise<Namespace[]> {
+    return this.dataSource
+      .getRepository(Namespace)
+      .createQueryBuilder('namespace')
+      .where('lower(namespace.name) = ANY(:names)', { names: lowerCaseNames })
+      .getMany();
+  }
+
   /** Names are unique ignoring case; this lookup uses the same index. */
   findByName(name: string): Promise<Namespace | null> {
     return this.dataSource.getRepository(Namespace).createQueryBuilder('namespace').where('lower(namespace.name) = lower(:name)', { name }).getOne();

@@ -69,6 +69,13 @@ export class NamespacesService {
     return namespace && { id: namespace.id, name: namespace.name };
   }
 
+  /** Namespaces by name (ignoring case), keyed by lower-case name, in one query. */
+  async findByNames(names: readonly string[]): Promise<Map<string, NamespaceRef>> {
+    if (names.length === 0) return new Map();
+    const found = await this.namespaces.findByNames([...new Set(names.map((name) => name.toLowerCase()))]);
+    return new Map(found.map((namespace) => [namespace.name.toLowerCase(), { id: namespace.id, name: namespace.name }]));
+  }
+
   async create(_caller: Caller, input: NamespaceInputDto): Promise<Versioned<NamespaceDto>> {
     return versioned(await this.namespaces.insert(changesFrom(input)));
   }

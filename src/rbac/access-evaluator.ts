@@ -1,11 +1,11 @@
 import { Ability, type MatchConditions } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { PermissionValue } from './entities/role.entity.js';
 import { compileObjectMatcher, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
+import { RoleBindingsRepository } from './role-bindings.repository.js';
 
 export type Effect = 'Allow' | 'Deny';
 
@@ -48,7 +48,15 @@ const matchObject =
   (matcher: ObjectMatcher): MatchConditions =>
   (target) =>
     matcher.matches((target as AccessTarget).path);
-const ANY_ACTION = '*';
+/**
+ * The namespace id decisions use for a namespace that does not exist: no binding is in it, so
+ * only those of `*` apply (one id for all such names, so that asking about many cannot grow the
+ * per-namespace cache).
+ */
+export const NO_SUCH_NAMESPACE = 'no-such-namespace';
+
+/** The action of a permission that covers every action. */
+export const ANY_ACTION = '*';
 
 /** CASL's name for "any action" is `manage`; the hub's is `*`. */
 function caslActions(actions: readonly string[]): string[] {
@@ -86,6 +94,14 @@ export class PrincipalPermissions {
     return only.length > 0 ? { all: false, only } : null;
   }
 
+  /** A scope in words, for the audit: `*`, `* except a, b`, or `a, b` (namespace names). */
+  describeScope(scope: NamespaceScope): string {
+    const names = new Map(this.bound.map((entry) => [entry.namespaceId, entry.namespaceName]));
+    const list = (ids: readonly string[]) => ids.map((id) => names.get(id) ?? id).join(', ');
+    if (scope.all) return scope.except.length > 0 ? `* except ${list(scope.except)}` : '*';
+    return list(scope.only);
+  }
+
   private ability(namespaceId: string | null): ObjectAbility {
     let ability = this.abilities.get(namespaceId);
     if (!ability) {
@@ -106,30 +122,6 @@ export class PrincipalPermissions {
   }
 }
 
-interface BindingRow {
-  binding_id: string;
-  role_id: string;
-  role_name: string;
-  permissions: PermissionValue[];
-  principal_id: string;
-  principal_type: 'User' | 'Group';
-  principal_name: string;
-  namespace_id: string | null;
-  namespace_name: string | null;
-}
-
-const BINDINGS_SQL = `
-  SELECT binding.id AS binding_id, role.id AS role_id, role.name AS role_name, role.permissions,
-         binding.principal_id, binding.principal_type, coalesce(users.user_name, groups.name) AS principal_name,
-         binding.namespace_id, namespaces.name AS namespace_name
-  FROM role_bindings binding
-  JOIN roles role ON role.id = binding.role_id
-  LEFT JOIN users ON binding.principal_type = 'User' AND users.id = binding.principal_id
-  LEFT JOIN groups ON binding.principal_type = 'Group' AND groups.id = binding.principal_id
-  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id
-  WHERE binding.principal_id = ANY($1)
-  ORDER BY binding.created, binding.id`;
-
 /**
  * Evaluates access (api-map §6) for callers, or for any user and groups (explain). A caller's
  * permissions are loaded once and cached by user and groups, so a membership change (which
@@ -141,7 +133,7 @@ export class AccessEvaluator {
   private readonly cache: RowCache<PrincipalPermissions>;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly bindings: RoleBindingsRepository,
     changes: ChangeFeed,
   ) {
     this.cache = new RowCache<PrincipalPermissions>(changes, 'roles').clearOn('role_bindings');
@@ -160,17 +152,17 @@ export class AccessEvaluator {
   }
 
   private async load(principalIds: readonly string[]): Promise<PrincipalPermissions> {
-    const rows: BindingRow[] = await this.dataSource.query(BINDINGS_SQL, [principalIds]);
+    const rows = await this.bindings.ofPrincipals(principalIds);
     const bound = rows.flatMap((row) =>
       row.permissions.map((permission, permissionIndex): BoundPermission => ({
-        bindingId: row.binding_id,
-        roleId: row.role_id,
-        roleName: row.role_name,
-        principalId: row.principal_id,
-        principalType: row.principal_type,
-        principalName: row.principal_name,
-        namespaceId: row.namespace_id,
-        namespaceName: row.namespace_name ?? '*',
+        bindingId: row.id,
+        roleId: row.role,
+        roleName: row.roleName,
+        principalId: row.principal,
+        principalType: row.principalType,
+        principalName: row.principalName,
+        namespaceId: row.namespaceId,
+        namespaceName: row.namespace,
         permissionIndex,
         permission,
         matcher: compileObjectMatcher(permission.objectMatcher, permission.object),

@@ -5,7 +5,7 @@ import type { Caller } from '../common/http/caller.js';
 import { isUuid } from '../common/query/query-values.js';
 import { routeOptionsOf, type NamespaceSource, type RoutePermission } from '../common/http/route.decorator.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
-import { AccessEvaluator, type Effect, type PrincipalPermissions } from './access-evaluator.js';
+import { AccessEvaluator, NO_SUCH_NAMESPACE, type Effect, type PrincipalPermissions } from './access-evaluator.js';
 import { AuditLog } from './audit-log.js';
 
 /** A namespace a decision is made in: null id for `*`; the name (or what was given) for the audit. */
@@ -21,6 +21,11 @@ function describeNamespace(namespace: DecisionNamespace): string {
   return namespace.id === null && namespace.name === '*' ? 'every namespace' : `namespace '${namespace.name}'`;
 }
 
+/** UUIDs in lower case; anything else as given. */
+function canonical(value: string): string {
+  return isUuid(value) ? value.toLowerCase() : value;
+}
+
 function stringAt(container: unknown, key: string): string | undefined {
   const value = (container as Record<string, unknown> | undefined)?.[key];
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -31,6 +36,8 @@ function stringAt(container: unknown, key: string): string | undefined {
  * permission its `@Route` declares:
  * - a single resource (an object with a path parameter) the caller may not do `action` on is a
  *   403 if the caller may read it, else a 404, as if it did not exist;
+ * - one audit record tells what was decided for the request (a narrowed list adds a Filter record,
+ *   both naming the namespaces it was narrowed to);
  * - a `namespaced` list needs Read in at least one namespace and is narrowed to those;
  * - a route declared with `self` lets a caller act on their own record without the permission.
  * Every decision is audited.
@@ -57,40 +64,39 @@ export class AccessGuard implements CanActivate {
       return true;
     }
     const params = request.params as Record<string, string>;
-    const object = access.object.replace(PLACEHOLDER, (_match, name: string) => params[name] ?? '');
+    // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
+    const object = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
     const namespace = await this.namespaceOf(access.namespace, request);
-    if (this.decide(caller, permissions, object, access.action, namespace) === 'Allow') {
-      request.access = { asSelf: false };
+    const allowed = permissions.decide({ object, action: access.action, namespaceId: namespace.id }) === 'Allow';
+    const asSelf = !allowed && access.self !== undefined && canonical(params[access.self] ?? '') === caller.userId;
+    this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
+    if (allowed || asSelf) {
+      request.access = { asSelf };
       return true;
     }
-    if (access.self && params[access.self]?.toLowerCase() === caller.userId) {
-      request.access = { asSelf: true };
-      return true;
-    }
-    const singleResource = object !== access.object;
-    if (singleResource && (access.action === 'Read' || this.decide(caller, permissions, object, 'Read', namespace) === 'Deny')) {
-      throw new NotFoundError(`${object} not found`);
-    }
+    if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${object} not found`);
     throw new ForbiddenError(`Not allowed: ${access.action} on ${object} in ${describeNamespace(namespace)}`);
+  }
+
+  /** Whether a denied caller may at least read the resource: if not, it is answered as not found. */
+  private mayRead(caller: Caller, permissions: PrincipalPermissions, object: string, namespace: DecisionNamespace): boolean {
+    // Everyone may read their own user record (api-map §6).
+    if (object === `/Users/${caller.userId}`) return true;
+    return permissions.decide({ object, action: 'Read', namespaceId: namespace.id }) === 'Allow';
   }
 
   /** A list of namespaced items: Read in at least one namespace, narrowed to where it holds. */
   private authorizeList(request: FastifyRequest, caller: Caller, permissions: PrincipalPermissions, access: RoutePermission): void {
     const scope = permissions.scope(access.object, access.action);
-    this.record(caller, access.object, access.action, EVERY_NAMESPACE, scope ? 'Allow' : 'Deny', 'Request');
+    const where = scope ? permissions.describeScope(scope) : '*';
+    this.record(caller, access.object, access.action, where, scope ? 'Allow' : 'Deny', 'Request');
     if (!scope) throw new ForbiddenError(`Not allowed: ${access.action} on ${access.object} in any namespace`);
-    this.record(caller, access.object, access.action, EVERY_NAMESPACE, 'Allow', 'Filter');
+    this.record(caller, access.object, access.action, where, 'Allow', 'Filter');
     request.access = { asSelf: false, scope };
   }
 
-  private decide(caller: Caller, permissions: PrincipalPermissions, object: string, action: string, namespace: DecisionNamespace): Effect {
-    const decision = permissions.decide({ object, action, namespaceId: namespace.id });
-    this.record(caller, object, action, namespace, decision, 'Request');
-    return decision;
-  }
-
-  private record(caller: Caller, object: string, action: string, namespace: DecisionNamespace, decision: Effect, purpose: 'Request' | 'Filter'): void {
-    this.audit.record({ object, namespace: namespace.name, action, userId: caller.userId, groups: caller.groups, decision, purpose });
+  private record(caller: Caller, object: string, action: string, namespace: string, decision: Effect, purpose: 'Request' | 'Filter'): void {
+    this.audit.record({ object, namespace, action, userId: caller.userId, groups: caller.groups, decision, purpose });
   }
 
   /**
@@ -100,13 +106,13 @@ export class AccessGuard implements CanActivate {
   private async namespaceOf(source: NamespaceSource | undefined, request: FastifyRequest): Promise<DecisionNamespace> {
     if (!source) return EVERY_NAMESPACE;
     if ('param' in source) {
-      const id = (request.params as Record<string, string>)[source.param];
+      const id = canonical((request.params as Record<string, string>)[source.param] ?? '');
       const found = isUuid(id) ? await this.namespaces.find({ id }) : null;
-      return found ?? { id, name: id };
+      return found ?? { id: NO_SUCH_NAMESPACE, name: id };
     }
     const name = 'body' in source ? stringAt(request.body, source.body) : stringAt(request.query, source.query);
     if (name === undefined || name === '*') return EVERY_NAMESPACE;
     const found = await this.namespaces.find({ name });
-    return found ?? { id: name, name };
+    return found ?? { id: NO_SUCH_NAMESPACE, name };
   }
 }

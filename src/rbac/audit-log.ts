@@ -1,16 +1,14 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
-import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import type { Caller } from '../common/http/caller.js';
-import { fetchListSlice } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { Effect } from './access-evaluator.js';
 import { toAuditRecordResponse, type AuditRecordDto } from './dto/audit.dto.js';
-import { AuditRecord } from './entities/audit-record.entity.js';
+import { AuditRepository, type NewAuditRecord } from './audit.repository.js';
 
 /** One decision to record (hub-interface §2.7b "Audit record"). */
 export interface AuditEntry {
@@ -29,13 +27,8 @@ const MAX_BATCH = 1000;
 /** Past this many waiting entries (the database is down or slow), new ones are dropped and counted. */
 const MAX_PENDING = 100_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-const PRUNE_BATCH = 10_000;
-
-const INSERT_SQL = `
-  INSERT INTO audit_records ("when", object, namespace, action, user_id, groups, decision, purpose)
-  SELECT "when", object, namespace, action, "userId", groups, decision, purpose
-  FROM jsonb_to_recordset($1::jsonb)
-    AS entry("when" timestamptz, object text, namespace text, action text, "userId" uuid, groups uuid[], decision text, purpose text)`;
+/** How long shutdown and an audit query wait for queued records to be written. */
+const FLUSH_DEADLINE_MS = 5000;
 
 /**
  * Records access decisions without holding up requests: entries are queued in memory and
@@ -44,14 +37,14 @@ const INSERT_SQL = `
  */
 @Injectable()
 export class AuditLog implements OnApplicationShutdown {
-  private pending: (AuditEntry & { when: string })[] = [];
+  private pending: NewAuditRecord[] = [];
   private flushing?: Promise<void>;
   private dropped = 0;
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly records: AuditRepository,
     private readonly clock: Clock,
     private readonly config: HubConfig,
     logger: HubLogger,
@@ -66,7 +59,7 @@ export class AuditLog implements OnApplicationShutdown {
       this.dropped += 1;
       return;
     }
-    this.pending.push({ ...entry, when: this.clock.now().toISOString() });
+    this.pending.push({ ...entry, groups: [...entry.groups], when: this.clock.now().toISOString() });
     if (this.pending.length >= MAX_BATCH) void this.flush();
   }
 
@@ -82,34 +75,36 @@ export class AuditLog implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
-    while (this.pending.length > 0 || this.flushing) await this.flush();
+    await this.flushWithin(FLUSH_DEADLINE_MS);
+    if (this.pending.length > 0) this.logger.error(`${this.pending.length} audit records were not written before shutdown`);
   }
 
-  /** A page of records, newest first unless sorted otherwise; first writes what this process has queued. */
+  /** A page of records, newest first unless sorted otherwise; first writes what this process has queued (waiting 5 s at most). */
   async query(_caller: Caller, query: ListQuery): Promise<AuditRecordDto[]> {
-    await this.flush();
-    const rows = await fetchListSlice(this.dataSource.getRepository(AuditRecord).createQueryBuilder('audit'), query);
-    return rows.map(toAuditRecordResponse);
+    await this.flushWithin(FLUSH_DEADLINE_MS);
+    return (await this.records.list(query)).map(toAuditRecordResponse);
   }
 
-  /** Deletes records older than the retention period, a batch at a time so as not to hold long locks. */
+  /** Deletes records older than the retention period. */
   @Interval('audit-prune', PRUNE_INTERVAL_MS)
-  async prune(): Promise<number> {
-    const cutoff = new Date(this.clock.now().getTime() - this.config.auditRetentionDays * 24 * 3600 * 1000);
-    let total = 0;
-    for (;;) {
-      const [, count]: [unknown, number] = await this.dataSource.query(
-        'DELETE FROM audit_records WHERE id IN (SELECT id FROM audit_records WHERE "when" < $1 ORDER BY "when" LIMIT $2)',
-        [cutoff, PRUNE_BATCH],
-      );
-      total += count;
-      if (count < PRUNE_BATCH) return total;
-    }
+  prune(): Promise<number> {
+    return this.records.deleteBefore(new Date(this.clock.now().getTime() - this.config.auditRetentionDays * 24 * 3600 * 1000));
   }
 
-  private async write(batch: readonly AuditEntry[]): Promise<void> {
+  /** Flushes everything queued, but gives up waiting (the writes go on) after `deadlineMs`: a stuck database must not hang callers. */
+  private async flushWithin(deadlineMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+    const drain = (async () => {
+      while (this.pending.length > 0 || this.flushing) await this.flush();
+    })();
+    await Promise.race([drain, deadline]);
+    clearTimeout(timer);
+  }
+
+  private async write(batch: readonly NewAuditRecord[]): Promise<void> {
     try {
-      await this.dataSource.query(INSERT_SQL, [JSON.stringify(batch)]);
+      await this.records.insert(batch);
       if (this.dropped > 0) {
         this.logger.error(`${this.dropped} audit records were dropped while the database did not keep up`);
         this.dropped = 0;

@@ -9,6 +9,7 @@ import { AccessController } from './access.controller.js';
 import { AccessGuard } from './access.guard.js';
 import { AccessService } from './access.service.js';
 import { AuditLog } from './audit-log.js';
+import { AuditRepository } from './audit.repository.js';
 import { AuditRecord } from './entities/audit-record.entity.js';
 import { RoleBinding } from './entities/role-binding.entity.js';
 import { Role } from './entities/role.entity.js';
@@ -32,6 +33,7 @@ import { RolesService } from './roles.service.js';
     AccessGuard,
     AccessService,
     AuditLog,
+    AuditRepository,
     RolesService,
     RolesRepository,
     RoleBindingsService,

@@ -16,8 +16,8 @@ export type NewRoleBinding = Pick<RoleBinding, 'roleId' | 'principalId' | 'princ
  * administrator role given to a system user in `*`, which keeps the hub administrable.
  */
 const BINDINGS_SQL = `
-  SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName",
-         binding.principal_id AS "principal", coalesce(users.user_name, groups.name) AS "principalName",
+  SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
+         binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
          binding.namespace_id AS "namespaceId", coalesce(namespaces.name, '*') AS "namespace",
          (role.system AND role.name = '${ADMINISTRATOR_ROLE}' AND binding.namespace_id IS NULL AND coalesce(users.system, false)) AS "protected"
   FROM role_bindings binding
@@ -36,6 +36,16 @@ export class RoleBindingsRepository {
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<RoleBindingRow>> {
     return fetchListPage(whereInScope(this.bindings(), 'binding."namespaceId"', scope), query);
+  }
+
+  /** The bindings of these principals (a user and its groups), with their roles' permissions, oldest first. */
+  ofPrincipals(principalIds: readonly string[]): Promise<RoleBindingRow[]> {
+    return this.bindings()
+      .select('binding.*')
+      .where('binding."principal" = ANY(:principalIds)', { principalIds })
+      .orderBy('binding."created"')
+      .addOrderBy('binding."id"')
+      .getRawMany<RoleBindingRow>();
   }
 
   async findById(id: string): Promise<RoleBindingRow | null> {

@@ -35,13 +35,6 @@ export class RolesRepository {
     return this.roles.createQueryBuilder('role').where('lower(role.name) = lower(:name)', { name }).getOne();
   }
 
-  /** Names of these roles, by id. */
-  async namesOf(ids: readonly string[]): Promise<Record<string, string>> {
-    if (ids.length === 0) return {};
-    const rows: { id: string; name: string }[] = await this.dataSource.query('SELECT id, name FROM roles WHERE id = ANY($1)', [ids]);
-    return Object.fromEntries(rows.map((row) => [row.id, row.name]));
-  }
-
   async insert(changes: RoleChanges): Promise<Role> {
     try {
       return await this.roles.save(this.roles.create(changes));

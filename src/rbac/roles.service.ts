@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Injectable } from '@nestjs/common';
 import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
@@ -8,6 +9,7 @@ import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { invalidBody, validateInput } from '../common/validation/validate-input.js';
 import { AccessEvaluator } from './access-evaluator.js';
+import { AccessService } from './access.service.js';
 import { RoleInputDto, toPermissionValue, toRoleResponse, type RoleDto } from './dto/role.dto.js';
 import type { Role } from './entities/role.entity.js';
 import { compileObjectMatcher } from './object-matcher.js';
@@ -45,6 +47,7 @@ export class RolesService {
   constructor(
     private readonly roles: RolesRepository,
     private readonly evaluator: AccessEvaluator,
+    private readonly access: AccessService,
   ) {}
 
   async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<RoleDto>> {
@@ -62,12 +65,12 @@ export class RolesService {
     return versioned(role);
   }
 
-  async replace(_caller: Caller, id: string, input: RoleInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<RoleDto>> {
-    return this.update(id, ifMatch, () => input);
+  async replace(caller: Caller, id: string, input: RoleInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<RoleDto>> {
+    return this.update(caller, id, ifMatch, () => input);
   }
 
-  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<RoleDto>> {
-    return this.update(id, ifMatch, (current) => validateInput(RoleInputDto, applyJsonPatch(toRoleResponse(current), patch)));
+  async patch(caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<RoleDto>> {
+    return this.update(caller, id, ifMatch, (current) => validateInput(RoleInputDto, applyJsonPatch(toRoleResponse(current), patch)));
   }
 
   /** Refused while bindings give the role (409): delete them first, so nobody loses access unawares. */
@@ -83,7 +86,12 @@ export class RolesService {
     return message(`Role '${deleted.name}' deleted`);
   }
 
+  /**
+   * A replace or a patch. Changing what a role grants is granting it anew to everyone who holds
+   * it, so it needs Use on the role (as binding it does), not only Update.
+   */
   private async update(
+    caller: Caller,
     id: string,
     ifMatch: EntityTagCondition | undefined,
     decide: (current: Role) => RoleInputDto | Promise<RoleInputDto>,
@@ -93,7 +101,9 @@ export class RolesService {
       requireIfMatch(ifMatch, current.version);
       const input = await decide(current);
       if (input.system) throw InvalidInputError.at('/system', 'system is set by the hub and cannot be changed');
-      return changesFrom(input);
+      const changes = changesFrom(input);
+      if (!isDeepStrictEqual(changes.permissions, current.permissions)) await this.access.require(caller, `/Roles/${id}`, 'Use', { id: null, name: '*' });
+      return changes;
     });
     if (!updated) throw notFound(id);
     this.evaluator.forgetAll();

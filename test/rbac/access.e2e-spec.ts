@@ -443,14 +443,18 @@ describe('access evaluation, explanation and audit', () => {
       expect(problemPaths(response)).toEqual(paths);
     });
 
-    it('refuses an unknown namespace name with 400 at the index of its item', async () => {
+    it('decides in an unknown namespace with the bindings of * alone, saying nothing of which namespaces exist', async () => {
       const user = await api.user('unknown-ns');
+      const known = await api.namespace('known-ns');
+      await api.grant(user.id, '*', [allow('/Users')]);
+      await api.grant(user.id, known.name, [allow('/Groups')]);
       const response = await api.evaluateAs(user.token, [
-        { object: '/Users', action: 'Read', namespace: '*' },
         { object: '/Users', action: 'Read', namespace: 'no-such-namespace' },
+        { object: '/Groups', action: 'Read', namespace: 'no-such-namespace' },
+        { object: '/Groups', action: 'Read', namespace: known.name.toUpperCase() },
       ]);
-      expect(response.statusCode).toBe(400);
-      expect(problemPaths(response)).toEqual(['/1/namespace']);
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual(['Allow', 'Deny', 'Allow']);
     });
 
     it('needs credentials', async () => {
@@ -646,7 +650,10 @@ describe('access evaluation, explanation and audit', () => {
       const listed = await as(user, 'GET', NAMESPACES);
       expect(listed.statusCode).toBe(200);
       expect(listed.json().data.map((item: { name: string }) => item.name)).toEqual([namespace.name]);
-      expect((await labels(`filter[userId][EQ]=${user.id}`)).sort()).toEqual(['Filter Allow Read /Namespaces in *', 'Request Allow Read /Namespaces in *']);
+      expect((await labels(`filter[userId][EQ]=${user.id}`)).sort()).toEqual([
+        `Filter Allow Read /Namespaces in ${namespace.name}`,
+        `Request Allow Read /Namespaces in ${namespace.name}`,
+      ]);
       expect((await as(user, 'GET', `${NAMESPACES}/${namespace.id}`)).statusCode).toBe(200);
       expect(await labels(`filter[userId][EQ]=${user.id}&filter[object][SW]=/Namespaces/`)).toEqual([
         `Request Allow Read /Namespaces/${namespace.id} in ${namespace.name}`,
@@ -686,8 +693,9 @@ describe('access evaluation, explanation and audit', () => {
       const R1 = () => 'Request Deny Read /Users in *';
       const R2 = () => `Request Allow Read /Namespaces/${namespace.id} in ${namespace.name}`;
       const R3 = () => 'Request Deny Create /Namespaces in *';
-      const R4 = () => 'Request Allow Read /Namespaces in *';
-      const F4 = () => 'Filter Allow Read /Namespaces in *';
+      // A narrowed list is recorded in the namespaces it was narrowed to.
+      const R4 = () => `Request Allow Read /Namespaces in ${namespace.name}`;
+      const F4 = () => `Filter Allow Read /Namespaces in ${namespace.name}`;
       const R5 = () => 'Request Deny Read /Groups in *';
 
       /** One request a second from `start`: R1 at +0s, R2 at +1s, R3 at +2s, R4 and F4 at +3s, R5 at +4s. */
@@ -724,7 +732,7 @@ describe('access evaluation, explanation and audit', () => {
         ['object SW', 'filter[object][SW]=/Namespaces&filter[purpose][EQ]=Request', () => [R4(), R3(), R2()]],
         ['object SW, ignoring case', 'filter[object][SW]=/namespaces/', () => [R2()]],
         ['action EQ', 'filter[action][EQ]=Create', () => [R3()]],
-        ['namespace EQ', 'filter[namespace][EQ]=NAMESPACE', () => [R2()]],
+        ['namespace EQ', 'filter[namespace][EQ]=NAMESPACE', () => [F4(), R4(), R2()]],
         ['decision EQ Deny', 'filter[decision][EQ]=Deny', () => [R5(), R3(), R1()]],
         ['decision EQ Allow', 'filter[decision][EQ]=Allow&filter[purpose][EQ]=Request', () => [R4(), R2()]],
         ['purpose EQ Filter', 'filter[purpose][EQ]=Filter', () => [F4()]],
@@ -763,6 +771,39 @@ describe('access evaluation, explanation and audit', () => {
   });
 
   describe('denied requests', () => {
+    it('decide an id in upper case exactly as the same id in lower case, so a Deny on it holds', async () => {
+      const namespace = await api.namespace('case-guarded');
+      const user = await api.user('case-probe');
+      await api.grant(user.id, '*', [allow('/Namespaces/*', ['Read', 'Update']), deny(`/Namespaces/${namespace.id}`, ['Update'])]);
+      for (const id of [namespace.id, namespace.id.toUpperCase()]) {
+        const response = await hub.inject({
+          method: 'PATCH',
+          url: `${NAMESPACES}/${id}`,
+          headers: bearer(user.token),
+          payload: [{ op: 'add', path: '/description', value: 'changed' }],
+        });
+        expect([id, response.statusCode]).toEqual([id, 403]);
+      }
+      const records = await api.audit(`filter[userId][EQ]=${user.id}&filter[action][EQ]=Update`);
+      expect(records.map((record) => record.object)).toEqual([`/Namespaces/${namespace.id}`, `/Namespaces/${namespace.id}`]);
+    });
+
+    it("answer 403, not 404, to deleting one's own user record, which one may read", async () => {
+      const user = await api.user('self-deleter');
+      const response = await as(user, 'DELETE', `${USERS}/${user.id}`);
+      expect(response.statusCode).toBe(403);
+      expect(response.json().detail).toBe(`Not allowed: Delete on /Users/${user.id} in every namespace`);
+    });
+
+    it('record a request served to a user acting on themself as allowed', async () => {
+      const user = await api.user('self-reader');
+      expect((await as(user, 'GET', `${USERS}/${user.id}`)).statusCode).toBe(200);
+      const records = await api.audit(`filter[userId][EQ]=${user.id}`);
+      expect(records.map(({ purpose, decision, action, object, namespace }) => ({ purpose, decision, action, object, namespace }))).toEqual([
+        { purpose: 'Request', decision: 'Allow', action: 'Read', object: `/Users/${user.id}`, namespace: '*' },
+      ]);
+    });
+
     it('answer 403 naming the action, the object with its id and the namespace, without the resource data', async () => {
       const namespace = await api.namespace('guarded', 'a-confidential-description');
       const user = await api.user('reader-only');

@@ -1178,7 +1178,10 @@ describe('roles and role bindings', () => {
       });
 
       it('decides creating and deleting bindings in the namespace the request names', async () => {
-        const manager = await createRole('acc-binding-manager', [allow('/RoleBindings', ['Create', 'Delete'])]);
+        const manager = await createRole('acc-binding-manager', [
+          allow('/RoleBindings', ['Create', 'Delete']),
+          allow(`/Roles/${builtIn.NamespaceUser.id}`, ['Use']),
+        ]);
         const { id, as } = await userWithToken('acc-manager');
         await bind(manager.id, id, 'acc-a');
         const newcomer = await createUser('acc-newcomer');
@@ -1196,6 +1199,39 @@ describe('roles and role bindings', () => {
         expect(deleted.statusCode).toBe(200);
         expect(deleted.json()).toEqual({ count: 1 });
         expect(await bindingLines(`filter[principal][EQ]=${newcomer}`)).toEqual([]);
+      });
+
+      it('lets a binding manager grant only the roles it may Use there, so it cannot make itself an administrator', async () => {
+        const manager = await createRole('acc-escalation-manager', [allow('/RoleBindings', ['Create']), allow(`/Roles/${builtIn.NamespaceUser.id}`, ['Use'])]);
+        const { id, as } = await userWithToken('acc-escalator');
+        await bind(manager.id, id, 'acc-a');
+        const refused = await postBinding({ role: builtIn.HubAdministrator.id, principal: id, namespace: 'acc-a' }, as);
+        expect(refused.statusCode).toBe(403);
+        expect(refused.json().detail).toBe(`Not allowed: Use on /Roles/${builtIn.HubAdministrator.id} in namespace 'acc-a'`);
+        expect(await bindingLines(`filter[principal][EQ]=${id}`)).toEqual(['acc-escalation-manager acc-escalator acc-a']);
+        expect((await postBinding({ role: builtIn.NamespaceUser.id, principal: id, namespace: 'acc-a' }, as)).statusCode).toBe(201);
+      });
+
+      it('needs Use on a role to change what it grants, so holders of Update cannot widen their own role', async () => {
+        const editor = await createRole('acc-role-editor', [allow('/Roles', ['Read']), allow('/Roles/*', ['Read', 'Update'])]);
+        const { id, as } = await userWithToken('acc-editor');
+        await bind(editor.id, id, '*');
+        const widened = await hub.inject({
+          method: 'PATCH',
+          url: `${ROLES}/${editor.id}`,
+          headers: as,
+          payload: [{ op: 'add', path: '/permissions/-', value: allow('/**', ['*'], 'glob') }],
+        });
+        expect(widened.statusCode).toBe(403);
+        expect(widened.json().detail).toBe(`Not allowed: Use on /Roles/${editor.id} in every namespace`);
+        expect((await readRole(editor.id)).json<Role>().permissions).toHaveLength(2);
+        const renamed = await hub.inject({
+          method: 'PATCH',
+          url: `${ROLES}/${editor.id}`,
+          headers: as,
+          payload: [{ op: 'add', path: '/description', value: 'Edits roles' }],
+        });
+        expect(renamed.statusCode).toBe(200);
       });
     });
   });

@@ -63,6 +63,8 @@ interface RouteCase {
   readonly payload?: (f: Fixtures) => unknown;
   /** The status an authorised caller gets. */
   readonly allowed: number;
+  /** Permissions the operation itself checks beyond the route's (granting a role needs Use on it). */
+  readonly alsoNeeds?: (f: Fixtures) => { object: string; actions: Action[] }[];
 }
 
 const ROUTES: readonly RouteCase[] = [
@@ -297,6 +299,7 @@ const ROUTES: readonly RouteCase[] = [
     access: { object: '/RoleBindings', action: 'Create', namespace: { body: 'namespace' } },
     payload: (f) => ({ role: f.role, principal: f.user, namespace: FIXTURE_NAMES.namespace }),
     allowed: 201,
+    alsoNeeds: (f) => [{ object: `/Roles/${f.role}`, actions: ['Use'] }],
   },
   {
     method: 'DELETE',
@@ -472,7 +475,8 @@ describe('route access control', () => {
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
     for (const route of PERMISSION_ROUTES) {
       const action: Action = route.access.action;
-      allowedCallers.set(keyOf(route), await createCaller('allowed', [{ object: objectOf(route), actions: [action] }]));
+      const also = route.alsoNeeds?.(fixtures) ?? [];
+      allowedCallers.set(keyOf(route), await createCaller('allowed', [{ object: objectOf(route), actions: [action] }, ...also]));
       const others = ACTIONS.filter((other) => other !== action);
       otherActionCallers.set(keyOf(route), await createCaller('others', [{ object: objectOf(route), actions: others }]));
     }

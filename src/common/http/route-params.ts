@@ -32,6 +32,7 @@ export class ResourceId implements PipeTransform<string, string> {
 
   transform(value: string): string {
     if (!isUuid(value)) throw new NotFoundError(`${this.resource} ${value} not found`);
-    return value;
+    // The canonical form, as the access guard checks it and the database stores it.
+    return value.toLowerCase();
   }
 }

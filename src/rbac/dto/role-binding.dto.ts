@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, IsUUID, Matches } from 'class-validator';
 import { PlainServerOwnedFields } from '../../common/validation/server-owned-fields.js';
+import type { PermissionValue } from '../entities/role.entity.js';
 
 /** hub-interface §2.7b "Role binding", as a create takes it. */
 export class RoleBindingInputDto extends PlainServerOwnedFields {
@@ -45,7 +46,13 @@ export interface RoleBindingRow {
   readonly created: Date;
   readonly role: string;
   readonly roleName: string;
+  readonly permissions: PermissionValue[];
   readonly principal: string;
+  readonly principalType: 'User' | 'Group';
+  readonly principalName: string;
+  /** Null: every namespace. */
+  readonly namespaceId: string | null;
+  /** A name, or `*`. */
   readonly namespace: string;
 }
 
