@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
-import { Clock } from '../../src/common/clock/clock.js';
 import { ADMIN_PASSWORD, ADMIN_USER, basic, bearer, claimsOf, type InjectResponse, startTestHub, type TestHub } from '../support/test-hub.js';
+import { freezeClock } from '../support/test-clock.js';
 
 const AUTH = '/api/v2/auth';
 const LOGIN = `${AUTH}/login`;
@@ -31,18 +31,6 @@ function errorPaths(response: InjectResponse): string[] {
 
 function errorMessages(response: InjectResponse): string {
   return ((response.json().errors ?? []) as { message: string }[]).map((error) => error.message).join('; ');
-}
-
-/** Replaces the hub's clock with one that stands still at `start` until moved. */
-function freezeClock(hub: TestHub, start = new Date()) {
-  let now = start.getTime();
-  jest.spyOn(hub.app.get(Clock), 'now').mockImplementation(() => new Date(now));
-  return {
-    at: (offset: number) => new Date(start.getTime() + offset),
-    advance(milliseconds: number) {
-      now += milliseconds;
-    },
-  };
 }
 
 /** Requests against one hub, as its administrator unless told otherwise. */

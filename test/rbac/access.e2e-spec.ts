@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { Clock } from '../../src/common/clock/clock.js';
 import { AuditLog } from '../../src/rbac/audit-log.js';
 import { bearer, type InjectResponse, problemPaths, startTestHub, type TestHub } from '../support/test-hub.js';
+import { freezeClock } from '../support/test-clock.js';
 
 type Effect = 'Allow' | 'Deny';
 type Matcher = 'simple' | 'glob' | 'regex';
@@ -81,18 +81,6 @@ let sequence = 0;
 function unique(prefix: string): string {
   sequence += 1;
   return `${prefix}-${sequence}`;
-}
-
-/** Replaces a hub's clock with one that stands still at `start` until moved. */
-function freezeClock(hub: TestHub, start: Date) {
-  let now = start.getTime();
-  jest.spyOn(hub.app.get(Clock), 'now').mockImplementation(() => new Date(now));
-  return {
-    at: (offset: number) => new Date(start.getTime() + offset),
-    advance(milliseconds: number) {
-      now += milliseconds;
-    },
-  };
 }
 
 /** Set-up and questions through the API of one hub, as its administrator unless told otherwise. */

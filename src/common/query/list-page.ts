@@ -89,29 +89,14 @@ function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>): void {
  */
 export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<ListPage<T>> {
   whereFilters(qb, query.filters);
-  const direction = query.sort.descending ? 'DESC' : 'ASC';
   const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
-  selectRowColumns(qb);
-  const [pageSql, pageParameters] = qb
-    .orderBy(query.sort.column, direction)
-    .addOrderBy(query.sort.tieBreaker, direction)
-    .offset(query.offset)
-    .limit(query.limit)
-    .getQueryAndParameters();
-  const [count, items] = await Promise.all([
-    qb.connection.query<{ count: string }[]>(countSql, countParameters),
-    qb.connection.query<T[]>(pageSql, pageParameters),
-  ]);
+  const [count, items] = await Promise.all([qb.connection.query<{ count: string }[]>(countSql, countParameters), selectSorted(qb, query, true)]);
   return { items, totalCount: Number(count[0]?.count ?? 0) };
 }
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
 export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  whereFilters(qb, query.filters);
-  selectRowColumns(qb);
-  const direction = query.sort.descending ? 'DESC' : 'ASC';
-  const [sql, parameters] = qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction).getQueryAndParameters();
-  return qb.connection.query<T[]>(sql, parameters);
+  return selectSorted(whereFilters(qb, query.filters), query, false);
 }
 
 /**
@@ -119,15 +104,16 @@ export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>
  * of matching rows, in the query's sort order.
  */
 export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  whereFilters(qb, query.filters);
+  return selectSorted(whereFilters(qb, query.filters), query, true);
+}
+
+/** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
+function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean): Promise<T[]> {
   selectRowColumns(qb);
   const direction = query.sort.descending ? 'DESC' : 'ASC';
-  const [sql, parameters] = qb
-    .orderBy(query.sort.column, direction)
-    .addOrderBy(query.sort.tieBreaker, direction)
-    .offset(query.offset)
-    .limit(query.limit)
-    .getQueryAndParameters();
+  qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction);
+  if (paged) qb.offset(query.offset).limit(query.limit);
+  const [sql, parameters] = qb.getQueryAndParameters();
   return qb.connection.query<T[]>(sql, parameters);
 }
 

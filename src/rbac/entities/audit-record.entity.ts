@@ -4,6 +4,7 @@ import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 @Entity({ name: 'audit_records' })
 @Index('audit_records_when_idx', ['when', 'id'])
 @Index('audit_records_user_id_idx', ['userId', 'when'])
+@Index('audit_records_decision_idx', ['decision', 'when'])
 @Index('audit_records_object_idx', ['object', 'id'])
 @Index('audit_records_object_trgm_idx', { synchronize: false })
 export class AuditRecord {
