@@ -145,7 +145,7 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     expect(patched.headers.get('etag')).toBe('"2"');
   });
 
-  it('serves the identity part of the walk-through: a user, an invitation accepted, nested groups', async () => {
+  it('serves the identity and access part of the walk-through: users, an invitation, nested groups, a binding', async () => {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const post = (path: string, body: unknown, extra: Record<string, string> = headers) =>
       fetch(`${hub.url}/api/v2/auth/${path}`, { method: 'POST', headers: extra, body: JSON.stringify(body) });
@@ -166,6 +166,15 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     expect((await patch(staff._id, [{ op: 'add', id: analysts._id }])).status).toBe(200);
     const members = await fetch(`${hub.url}/api/v2/auth/groups/${staff._id}/members?filter[membershipType][EQ]=indirect`, { headers });
     expect(await members.json()).toEqual([{ membershipType: 'indirect', principalType: 'User', id: expect.any(String), name: 'ada' }]);
+
+    // The access-control part: NamespaceUser for analysts in analytics lets ada see that namespace only.
+    const roles = (await (await fetch(`${hub.url}/api/v2/rbac/roles?filter[name][EQ]=NamespaceUser`, { headers })).json()) as { data: { id: string }[] };
+    const bound = await post('../rbac/rolebindings', { role: roles.data[0].id, principal: analysts._id, namespace: 'analytics' });
+    expect(bound.status).toBe(201);
+    const ada = { authorization: `Bearer ${await login(hub, 'correct horse', 'ada')}` };
+    const visible = (await (await fetch(`${hub.url}/api/v2/namespaces`, { headers: ada })).json()) as { data: { name: string }[] };
+    expect(visible.data.map((namespace) => namespace.name)).toEqual(['analytics']);
+    expect((await fetch(`${hub.url}/api/v2/auth/users`, { headers: ada })).status).toBe(403);
   });
 
   it('refuses a second hub on the same data directory', async () => {
