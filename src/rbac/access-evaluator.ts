@@ -70,6 +70,8 @@ function caslActions(actions: readonly string[]): string[] {
  */
 export class PrincipalPermissions {
   private readonly abilities = new Map<string | null, ObjectAbility>();
+  /** Scopes already worked out (a list asks the same question on every call). */
+  private readonly scopes = new Map<string, NamespaceScope | null>();
 
   constructor(readonly bound: readonly BoundPermission[]) {}
 
@@ -87,6 +89,12 @@ export class PrincipalPermissions {
    * `*`), only some, or nowhere (null).
    */
   scope(object: string, action: string): NamespaceScope | null {
+    const key = `${action} ${object}`;
+    if (!this.scopes.has(key)) this.scopes.set(key, this.computeScope(object, action));
+    return this.scopes.get(key) ?? null;
+  }
+
+  private computeScope(object: string, action: string): NamespaceScope | null {
     const namespaces = [...new Set(this.bound.flatMap((entry) => (entry.namespaceId === null ? [] : [entry.namespaceId])))];
     const allowedIn = (namespaceId: string) => this.decide({ object, action, namespaceId }) === 'Allow';
     if (this.decide({ object, action, namespaceId: null }) === 'Allow') return { all: true, except: namespaces.filter((id) => !allowedIn(id)) };

@@ -1,9 +1,11 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
+import { Counter, Gauge } from 'prom-client';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
+import { MetricsService } from '../common/metrics/metrics.service.js';
 import type { Caller } from '../common/http/caller.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { Effect } from './access-evaluator.js';
@@ -43,20 +45,43 @@ export class AuditLog implements OnApplicationShutdown {
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
 
+  private readonly decisions: Counter<'decision' | 'purpose'>;
+  private readonly lost: Counter;
+
   constructor(
     private readonly records: AuditRepository,
     private readonly clock: Clock,
     private readonly config: HubConfig,
     logger: HubLogger,
+    metrics: MetricsService,
   ) {
     this.logger = logger.for('audit');
+    const registers = [metrics.registry];
+    this.decisions = new Counter({
+      name: 'hub_access_decisions_total',
+      help: 'Access decisions recorded, by decision and purpose',
+      labelNames: ['decision', 'purpose'] as const,
+      registers,
+    });
+    this.lost = new Counter({ name: 'hub_audit_records_lost_total', help: 'Audit records never written: the queue was full or a write failed', registers });
+    const pending = () => this.pending.length;
+    new Gauge({
+      name: 'hub_audit_records_pending',
+      help: 'Audit records decided but not yet written',
+      registers,
+      collect() {
+        this.set(pending());
+      },
+    });
     this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
     this.timer.unref();
   }
 
   record(entry: AuditEntry): void {
+    this.decisions.inc({ decision: entry.decision, purpose: entry.purpose });
     if (this.pending.length >= MAX_PENDING) {
       this.dropped += 1;
+      this.lost.inc();
       return;
     }
     this.pending.push({ ...entry, groups: [...entry.groups], when: this.clock.now().toISOString() });
@@ -110,6 +135,7 @@ export class AuditLog implements OnApplicationShutdown {
         this.dropped = 0;
       }
     } catch (error) {
+      this.lost.inc(batch.length);
       this.logger.error({ err: error, records: batch.length }, 'Writing audit records failed; they are lost');
     }
   }

@@ -199,6 +199,9 @@ describe('HTTP machinery', () => {
       expect(text).toMatch(/^hub_http_requests_total\{method="GET",route="unmatched",status_code="404"\} [1-9]\d*$/m);
       expect(text).toMatch(/^hub_http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/api\/v2\/namespaces",status_code="200"\} \d+$/m);
       expect(text).toMatch(/^hub_process_cpu_user_seconds_total \d/m);
+      expect(text).toMatch(/^hub_access_decisions_total\{decision="Allow",purpose="Request"\} [1-9]\d*$/m);
+      expect(text).toMatch(/^hub_audit_records_pending \d+$/m);
+      expect(text).toMatch(/^hub_audit_records_lost_total 0$/m);
       expect(text).toMatch(/^hub_nodejs_heap_size_used_bytes \d/m);
     });
   });
