@@ -28,7 +28,7 @@ export type UserChanges = Partial<
   >
 >;
 
-export function userConflictOf(error: unknown, changes: UserChanges | undefined): unknown {
+function userConflictOf(error: unknown, changes: UserChanges | undefined): unknown {
   if (isUniqueViolation(error, 'users_user_name_lower_key'))
     return new ConflictError(`A user named '${changes?.userName}' already exists (names are compared ignoring case)`);
   if (isUniqueViolation(error, 'users_external_id_key')) return new ConflictError(`Another user already has the externalId '${changes?.externalId}'`);

@@ -1,6 +1,7 @@
 import { Ability, type MatchConditions } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
 import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
+import { ForbiddenError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { PermissionValue } from './entities/role.entity.js';
@@ -8,6 +9,18 @@ import { compileObjectMatcher, subjectTypeOf, type ObjectMatcher } from './objec
 import { RoleBindingsRepository } from './role-bindings.repository.js';
 
 export type Effect = 'Allow' | 'Deny';
+
+/** A namespace a decision is made in: a null id for `*`; its name (or what was asked for) for messages and the audit. */
+export interface DecisionNamespace {
+  readonly id: string | null;
+  readonly name: string;
+}
+
+/** The 403 of a denied decision: it names the action, the object and where, never any data. */
+export function notAllowed(action: string, object: string, namespace: DecisionNamespace | 'anywhere'): ForbiddenError {
+  const where = namespace === 'anywhere' ? 'any namespace' : namespace.id === null ? 'every namespace' : `namespace '${namespace.name}'`;
+  return new ForbiddenError(`Not allowed: ${action} on ${object} in ${where}`);
+}
 
 /** What a decision is about: an object path and an action, in a namespace (null: `*`). */
 export interface AccessQuestion {

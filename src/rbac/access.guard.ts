@@ -1,25 +1,15 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '../common/errors/hub-errors.js';
+import { NotFoundError, UnauthorizedError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { isUuid } from '../common/query/query-values.js';
 import { routeOptionsOf, type NamespaceSource, type RoutePermission } from '../common/http/route.decorator.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
-import { AccessEvaluator, NO_SUCH_NAMESPACE, type Effect, type PrincipalPermissions } from './access-evaluator.js';
+import { AccessEvaluator, NO_SUCH_NAMESPACE, notAllowed, type DecisionNamespace, type Effect, type PrincipalPermissions } from './access-evaluator.js';
 import { AuditLog } from './audit-log.js';
-
-/** A namespace a decision is made in: null id for `*`; the name (or what was given) for the audit. */
-interface DecisionNamespace {
-  readonly id: string | null;
-  readonly name: string;
-}
 
 const EVERY_NAMESPACE: DecisionNamespace = { id: null, name: '*' };
 const PLACEHOLDER = /\{([^}]+)\}/g;
-
-function describeNamespace(namespace: DecisionNamespace): string {
-  return namespace.id === null && namespace.name === '*' ? 'every namespace' : `namespace '${namespace.name}'`;
-}
 
 /** UUIDs in lower case; anything else as given. */
 function canonical(value: string): string {
@@ -75,7 +65,7 @@ export class AccessGuard implements CanActivate {
       return true;
     }
     if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${object} not found`);
-    throw new ForbiddenError(`Not allowed: ${access.action} on ${object} in ${describeNamespace(namespace)}`);
+    throw notAllowed(access.action, object, namespace);
   }
 
   /** Whether a denied caller may at least read the resource: if not, it is answered as not found. */
@@ -90,7 +80,7 @@ export class AccessGuard implements CanActivate {
     const scope = permissions.scope(access.object, access.action);
     const where = scope ? permissions.describeScope(scope) : '*';
     this.record(caller, access.object, access.action, where, scope ? 'Allow' : 'Deny', 'Request');
-    if (!scope) throw new ForbiddenError(`Not allowed: ${access.action} on ${access.object} in any namespace`);
+    if (!scope) throw notAllowed(access.action, access.object, 'anywhere');
     this.record(caller, access.object, access.action, where, 'Allow', 'Filter');
     request.access = { asSelf: false, scope };
   }

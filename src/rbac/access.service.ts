@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { GroupsService } from '../auth/groups.service.js';
-import { ForbiddenError, type FieldError } from '../common/errors/hub-errors.js';
+import { type FieldError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { invalidBody } from '../common/validation/validate-input.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
-import { AccessEvaluator, ANY_ACTION, NO_SUCH_NAMESPACE, type BoundPermission, type Effect } from './access-evaluator.js';
+import { AccessEvaluator, ANY_ACTION, NO_SUCH_NAMESPACE, notAllowed, type BoundPermission, type DecisionNamespace, type Effect } from './access-evaluator.js';
 import { AuditLog } from './audit-log.js';
 import type { EvaluateItemDto, ExplainItemDto, ExplainResultDto, ExplanationDto } from './dto/access.dto.js';
 
@@ -36,13 +36,10 @@ export class AccessService {
    * Requires a permission a service checks beyond its route's (recorded like the guard's
    * decisions): 403 naming it when the caller lacks it.
    */
-  async require(caller: Caller, object: string, action: string, namespace: { readonly id: string | null; readonly name: string }): Promise<void> {
+  async require(caller: Caller, object: string, action: string, namespace: DecisionNamespace): Promise<void> {
     const decision = (await this.evaluator.permissionsOf(caller)).decide({ object, action, namespaceId: namespace.id });
     this.audit.record({ object, namespace: namespace.name, action, userId: caller.userId, groups: caller.groups, decision, purpose: 'Request' });
-    if (decision === 'Deny') {
-      const where = namespace.id === null ? 'every namespace' : `namespace '${namespace.name}'`;
-      throw new ForbiddenError(`Not allowed: ${action} on ${object} in ${where}`);
-    }
+    if (decision === 'Deny') throw notAllowed(action, object, namespace);
   }
 
   /**

@@ -5,7 +5,6 @@ import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { invalidQuery } from '../common/query/list-query.js';
-import { applyProjection } from '../common/query/projection.js';
 import { invalidBody } from '../common/validation/validate-input.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
 import { AccessEvaluator } from './access-evaluator.js';
@@ -29,7 +28,7 @@ export class RoleBindingsService {
   async query(_caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<RoleBindingListDto> {
     const page = await this.bindings.list(query, scope);
     return {
-      data: page.items.map((row) => applyProjection(toRoleBindingResponse(row), query.projection)),
+      data: page.items.map(toRoleBindingResponse),
       totalCount: page.totalCount,
       roles: Object.fromEntries(page.items.map((row) => [row.role, row.roleName])),
     };
