@@ -35,6 +35,19 @@ export interface NamespaceRef {
   readonly name: string;
 }
 
+/** Where a resource of some area lives, and the user who owns it when it has one. */
+export interface ResourcePlacement {
+  readonly namespace: NamespaceRef;
+  readonly ownerId?: string;
+}
+
+/**
+ * How the access guard learns where a resource lives, so that a permission on it is checked in
+ * its namespace (api-map §6). Registered by the resource's area under a kind such as
+ * `authDomain`; resolves to null when there is no such resource.
+ */
+export type ResourceLocator = (id: string) => Promise<ResourcePlacement | null>;
+
 function changesFrom(input: NamespaceInputDto): NamespaceChanges {
   return { name: input.name, description: input.description ?? null, isDefault: input.isDefault ?? false };
 }
@@ -50,12 +63,26 @@ function notFound(id: string): NotFoundError {
 @Injectable()
 export class NamespacesService {
   private readonly usageChecks: NamespaceUsageCheck[] = [];
+  private readonly locators = new Map<string, ResourceLocator>();
 
   constructor(private readonly namespaces: NamespacesRepository) {}
 
   /** Called by each area whose entities live in namespaces, so that a namespace in use is not deleted. */
   registerUsageCheck(check: NamespaceUsageCheck): void {
     this.usageChecks.push(check);
+  }
+
+  /** Called by each area whose single resources are guarded in their own namespace. */
+  registerResourceLocator(kind: string, locate: ResourceLocator): void {
+    if (this.locators.has(kind)) throw new Error(`A resource locator for ${kind} is already registered`);
+    this.locators.set(kind, locate);
+  }
+
+  /** Where a resource lives, through the locator its area registered; null when there is no such resource. */
+  locate(kind: string, id: string): Promise<ResourcePlacement | null> {
+    const locate = this.locators.get(kind);
+    if (!locate) throw new Error(`No resource locator is registered for ${kind}`);
+    return locate(id);
   }
 
   /** The namespaces in `scope` (those where the caller may read them). */

@@ -21,6 +21,18 @@ function stringAt(container: unknown, key: string): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** The user a route lets act as themself without the permission, if any. */
+function selfOf(access: RoutePermission, request: FastifyRequest, ownerId: string | undefined): string | undefined {
+  const self = access.self;
+  if (self === undefined) return undefined;
+  if (typeof self === 'string') return canonical((request.params as Record<string, string>)[self] ?? '');
+  if ('body' in self) {
+    const id = stringAt(request.body, self.body);
+    return id === undefined ? undefined : canonical(id);
+  }
+  return ownerId;
+}
+
 /**
  * Decides every request against the access model (api-map §6), after authentication, from the
  * permission its `@Route` declares:
@@ -56,9 +68,9 @@ export class AccessGuard implements CanActivate {
     const params = request.params as Record<string, string>;
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
     const object = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
-    const namespace = await this.namespaceOf(access.namespace, request);
+    const { namespace, ownerId } = await this.placementOf(access.namespace, request);
     const allowed = permissions.decide({ object, action: access.action, namespaceId: namespace.id }) === 'Allow';
-    const asSelf = !allowed && access.self !== undefined && canonical(params[access.self] ?? '') === caller.userId;
+    const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
     if (allowed || asSelf) {
       request.access = { asSelf };
@@ -90,10 +102,20 @@ export class AccessGuard implements CanActivate {
   }
 
   /**
-   * The namespace a route's permission is checked in. A namespace that does not exist leaves
-   * only the bindings of `*` to decide (the operation itself then answers 404 or 400).
+   * The namespace a route's permission is checked in, and the owner of the resource it was
+   * learnt from. A namespace or resource that does not exist leaves only the bindings of `*` to
+   * decide (the operation itself then answers 404 or 400).
    */
-  private async namespaceOf(source: NamespaceSource | undefined, request: FastifyRequest): Promise<DecisionNamespace> {
+  private async placementOf(source: NamespaceSource | undefined, request: FastifyRequest): Promise<{ namespace: DecisionNamespace; ownerId?: string }> {
+    if (source && 'resource' in source) {
+      const id = canonical(('param' in source ? (request.params as Record<string, string>)[source.param] : stringAt(request.body, source.body)) ?? '');
+      const placement = isUuid(id) ? await this.namespaces.locate(source.resource, id) : null;
+      return placement ?? { namespace: { id: NO_SUCH_NAMESPACE, name: '(unknown)' } };
+    }
+    return { namespace: await this.namespaceOf(source, request) };
+  }
+
+  private async namespaceOf(source: Exclude<NamespaceSource, { resource: string }> | undefined, request: FastifyRequest): Promise<DecisionNamespace> {
     if (!source) return EVERY_NAMESPACE;
     if ('param' in source) {
       const id = canonical((request.params as Record<string, string>)[source.param] ?? '');

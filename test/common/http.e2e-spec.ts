@@ -238,7 +238,13 @@ describe('HTTP machinery', () => {
           .map((route) => `${route.options?.method} ${route.path}`)
           .sort();
       expect(byKind('public')).toEqual(['GET /health/live', 'GET /health/ready', 'POST /api/v2/auth/accounts', 'POST /api/v2/auth/login']);
-      expect(byKind('self')).toEqual(['GET /api/v2/auth/claims', 'GET /api/v2/auth/me', 'POST /api/v2/rbac/evaluate', 'PUT /api/v2/auth/me/password']);
+      expect(byKind('self')).toEqual([
+        'GET /api/v2/auth/claims',
+        'GET /api/v2/auth/me',
+        'GET /api/v2/authdomains/me/credentials',
+        'POST /api/v2/rbac/evaluate',
+        'PUT /api/v2/auth/me/password',
+      ]);
       for (const { name, options, path } of routes()) {
         const access = options?.access;
         if (!access || !('object' in access)) continue;
@@ -246,7 +252,10 @@ describe('HTTP machinery', () => {
         expect(ACTIONS).toContain(access.action);
         for (const [, parameter] of access.object.matchAll(/\{([^}]+)\}/g))
           expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${parameter}`) });
-        if (access.self) expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${access.self}`) });
+        if (typeof access.self === 'string') expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${access.self}`) });
+        // The owner of a resource is known only from a resource the namespace source looks up.
+        if (typeof access.self === 'object' && 'owner' in access.self)
+          expect({ name, namespace: access.namespace }).toEqual({ name, namespace: expect.objectContaining({ resource: expect.any(String) }) });
         if (access.namespace && 'param' in access.namespace)
           expect({ name, path }).toEqual({ name, path: expect.stringContaining(`:${access.namespace.param}`) });
       }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, Matches, MaxLength, MinLength } from 'class-validator';
+import { IsBoolean, IsIn, IsOptional, IsString, IsUUID, MaxLength, MinLength } from 'class-validator';
+import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { Group } from '../entities/group.entity.js';
@@ -13,14 +14,10 @@ export const PRINCIPAL_TYPES = ['User', 'Group'] as const;
 export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 export const MEMBER_CHANGE_OPS = ['add', 'remove'] as const;
 
-/** Letters, digits, "_", ".", "@", "-", and spaces inside. */
-const GROUP_NAME = /^[\p{L}\p{N}_.@-](?:[\p{L}\p{N}_.@ -]{0,126}[\p{L}\p{N}_.@-])?$/u;
-
 /** The body of a create or a replace (and what a patch must produce). */
 export class GroupInputDto extends ServerOwnedFields {
   @ApiProperty({ example: 'Data Scientists', maxLength: 128, description: 'Unique, ignoring case' })
-  @IsString()
-  @Matches(GROUP_NAME, { message: 'name must be 1-128 letters, digits, "_", ".", "@", "-" or inner spaces' })
+  @IsEntityName()
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 256, description: 'Identity in an external directory; unique' })

@@ -31,6 +31,7 @@ const DEFAULTS: HubConfig = {
   adminPassword: undefined,
   jwtSecret: undefined,
   tokenTtlSeconds: 3600,
+  credentialsKey: undefined,
   passwordMinLength: 8,
   loginFailureLimit: 5,
   loginLockoutSeconds: 900,
@@ -51,6 +52,7 @@ const ALL_SETTINGS = [
   'HUB_ADMIN_PASSWORD',
   'HUB_JWT_SECRET',
   'HUB_TOKEN_TTL',
+  'HUB_CREDENTIALS_KEY',
   'HUB_PASSWORD_MIN_LENGTH',
   'HUB_LOGIN_FAILURE_LIMIT',
   'HUB_LOGIN_LOCKOUT',
@@ -152,6 +154,24 @@ describe('loadHubConfig', () => {
     it('reads HUB_JWT_SECRET, from 32 characters on', () => {
       const secret = 's'.repeat(32);
       expect(loadHubConfig({ HUB_JWT_SECRET: secret }, CWD).jwtSecret).toBe(secret);
+    });
+
+    it('reads HUB_CREDENTIALS_KEY as 64 hexadecimal digits, base64 or base64url', () => {
+      const key = Buffer.from([...Array(32).keys()].map((i) => i * 7 + 250));
+      for (const text of [key.toString('hex'), key.toString('base64'), key.toString('base64url')]) {
+        expect(loadHubConfig({ HUB_CREDENTIALS_KEY: text }, CWD).credentialsKey).toEqual(key);
+      }
+    });
+
+    it.each([
+      ['short', 'abc'],
+      ['31 bytes', Buffer.alloc(31).toString('base64')],
+      ['33 bytes', Buffer.alloc(33).toString('base64')],
+      ['63 digits', 'a'.repeat(63)],
+    ])('refuses a HUB_CREDENTIALS_KEY that is not 256 bits (%s), without echoing it', (_what, text) => {
+      const message = configurationErrorFor({ HUB_CREDENTIALS_KEY: text });
+      expect(message).toContain('HUB_CREDENTIALS_KEY must be a 256-bit key');
+      expect(message).not.toContain(text);
     });
 
     it('reads an absolute HUB_SHARED_DIR as given', () => {

@@ -26,6 +26,8 @@ export abstract class HubConfig {
   abstract readonly adminPassword?: string;
   abstract readonly jwtSecret?: string;
   abstract readonly tokenTtlSeconds: number;
+  /** The 256-bit key that encrypts credential data at rest; absent: one kept in `dataDir`. */
+  abstract readonly credentialsKey?: Buffer;
   /** Password policy: the shortest password accepted (a password may never equal its user name). */
   abstract readonly passwordMinLength: number;
   /** Failed logins for one user name within `loginLockoutSeconds` that lock the name for that long. */
@@ -45,7 +47,7 @@ export class ConfigurationError extends StartupError {
   override readonly name = 'ConfigurationError';
 }
 
-const SECRET_SETTINGS = new Set(['HUB_ADMIN_PASSWORD', 'HUB_JWT_SECRET', 'DATABASE_URL']);
+const SECRET_SETTINGS = new Set(['HUB_ADMIN_PASSWORD', 'HUB_JWT_SECRET', 'HUB_CREDENTIALS_KEY', 'DATABASE_URL']);
 
 function IsPostgresUrl(): PropertyDecorator {
   return (target, propertyName) =>
@@ -64,6 +66,25 @@ function IsPostgresUrl(): PropertyDecorator {
           }
         },
       },
+    });
+}
+
+/** A 256-bit key written as 64 hexadecimal digits or in base64 (or base64url); undefined when it is neither. */
+export function parseKey256(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) return undefined;
+  const key = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  return key.length === 32 ? key : undefined;
+}
+
+function IsKey256(): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isKey256',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: '$property must be a 256-bit key: 64 hexadecimal digits or 32 bytes in base64 (e.g. from `openssl rand -base64 32`)' },
+      validator: { validate: (value: unknown) => typeof value === 'string' && parseKey256(value) !== undefined },
     });
 }
 
@@ -122,6 +143,10 @@ class HubEnvironment {
   @Min(60)
   @Max(30 * 24 * 3600)
   HUB_TOKEN_TTL = 3600;
+
+  @IsOptional()
+  @IsKey256()
+  HUB_CREDENTIALS_KEY?: string = undefined;
 
   @IsOptional()
   @Type(() => Number)
@@ -207,6 +232,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     adminPassword: settings.HUB_ADMIN_PASSWORD,
     jwtSecret: settings.HUB_JWT_SECRET,
     tokenTtlSeconds: settings.HUB_TOKEN_TTL,
+    credentialsKey: settings.HUB_CREDENTIALS_KEY === undefined ? undefined : parseKey256(settings.HUB_CREDENTIALS_KEY.trim()),
     passwordMinLength: settings.HUB_PASSWORD_MIN_LENGTH,
     loginFailureLimit: settings.HUB_LOGIN_FAILURE_LIMIT,
     loginLockoutSeconds: settings.HUB_LOGIN_LOCKOUT,

@@ -26,10 +26,17 @@ export type Action = (typeof ACTIONS)[number];
 
 /**
  * Where a route finds the namespace its permission is checked in: a path parameter holding a
- * namespace id, or a body property or query parameter holding a namespace name (`*`: all).
- * Without one, the check is made in `*`.
+ * namespace id; a body property or query parameter holding a namespace name (`*`: all); or the
+ * namespace a resource of some area lives in (`resource`: the kind its area registered with the
+ * namespaces service), its id taken from a path parameter or a body property. Without one, the
+ * check is made in `*`.
  */
-export type NamespaceSource = { readonly param: string } | { readonly body: string } | { readonly query: string };
+export type NamespaceSource =
+  | { readonly param: string }
+  | { readonly body: string }
+  | { readonly query: string }
+  | { readonly resource: string; readonly param: string }
+  | { readonly resource: string; readonly body: string };
 
 /** A permission a route needs (api-map §6); `{param}` in `object` names a path parameter. */
 export interface RoutePermission {
@@ -41,8 +48,12 @@ export interface RoutePermission {
    * namespace, and is narrowed to the namespaces where the caller has it.
    */
   readonly namespaced?: true;
-  /** A path parameter naming a user: a caller whose id it is may act without the permission, as themself. */
-  readonly self?: string;
+  /**
+   * Who may act without the permission, as themself (the service then limits what they may do):
+   * the user a path parameter or a body property names, or (`{owner: true}`) the user who owns the
+   * resource the namespace source looked up.
+   */
+  readonly self?: string | { readonly body: string } | { readonly owner: true };
 }
 
 /**
@@ -151,16 +162,19 @@ function projectionParameters(fields: readonly string[]): MethodDecorator[] {
 }
 
 function listParameters(spec: ListQuerySpec): MethodDecorator[] {
-  const filters = Object.entries(spec.filters).flatMap(([field, filter]) =>
-    filter.operators.map((operator) =>
+  const filters = Object.entries(spec.filters).flatMap(([field, filter]) => [
+    ...filter.operators.map((operator) =>
       ApiQuery({
         name: `filter[${field}][${operator}]`,
-        required: false,
+        required: filter.required === true && filter.operators.length === 1,
         schema: valueSchema(filter, operator),
-        description: `${field} ${OPERATOR_MEANINGS[operator]}`,
+        description: `${field} ${OPERATOR_MEANINGS[operator]}${filter.required ? ' (required)' : ''}`,
       }),
     ),
-  );
+    ...(filter.plain
+      ? [ApiQuery({ name: field, required: false, schema: valueSchema(filter, filter.plain), description: `The same as filter[${field}][${filter.plain}]` })]
+      : []),
+  ]);
   const sorts = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
   const projection = spec.projection ? projectionParameters(spec.projection) : [];
   if (spec.paged === false) return [...filters, ...projection];

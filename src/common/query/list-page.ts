@@ -13,8 +13,7 @@ function likePattern(value: string, operator: 'CO' | 'SW' | 'ST'): string {
   return operator === 'CO' ? `%${escaped}%` : `${escaped}%`;
 }
 
-function presence(condition: FilterCondition, present: boolean): string {
-  const column = condition.spec.column;
+function presence(condition: FilterCondition, column: string, present: boolean): string {
   switch (condition.spec.type) {
     case 'string':
       return present ? `(${column} IS NOT NULL AND ${column} <> '')` : `(${column} IS NULL OR ${column} = '')`;
@@ -26,8 +25,7 @@ function presence(condition: FilterCondition, present: boolean): string {
 }
 
 /** The SQL of one condition, its value bound as `:name`. */
-function conditionSql(condition: FilterCondition, name: string): { sql: string; value?: unknown } {
-  const { column } = condition.spec;
+function conditionSql(condition: FilterCondition, column: string, name: string): { sql: string; value?: unknown } {
   const { operator, value } = condition;
   switch (operator) {
     case 'EQ':
@@ -39,7 +37,7 @@ function conditionSql(condition: FilterCondition, name: string): { sql: string; 
     case 'ST':
       return { sql: `${column} ILIKE :${name} ESCAPE '\\'`, value: likePattern(value as string, operator) };
     case 'PR':
-      return { sql: presence(condition, value as boolean) };
+      return { sql: presence(condition, column, value as boolean) };
     case 'LT':
       return { sql: `${column} < CAST(:${name} AS timestamptz)`, value };
     case 'GT':
@@ -51,11 +49,16 @@ function conditionSql(condition: FilterCondition, name: string): { sql: string; 
   }
 }
 
-/** Adds the filters of a list query to a query builder; every value is a bound parameter. */
+/**
+ * Adds the filters of a list query to a query builder; every value is a bound parameter. Filters
+ * without a column are the operation's own to apply.
+ */
 export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: readonly FilterCondition[]): Q {
   filters.forEach((condition, index) => {
+    const column = condition.spec.column;
+    if (column === undefined) return;
     const name = `filter_${index}`;
-    const { sql, value } = conditionSql(condition, name);
+    const { sql, value } = conditionSql(condition, column, name);
     qb.andWhere(sql, value === undefined ? {} : { [name]: value });
   });
   return qb;

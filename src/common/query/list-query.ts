@@ -22,10 +22,20 @@ const OPERATORS_BY_KIND: Record<string, readonly FilterOperator[]> = {
 };
 
 export interface FilterFieldSpec {
-  /** SQL expression over the list query's alias, e.g. `namespace.name`. */
-  readonly column: string;
+  /**
+   * SQL expression over the list query's alias, e.g. `namespace.name`; absent for a filter the
+   * operation applies itself (one that is not a column, such as "the caller may use it").
+   */
+  readonly column?: string;
   readonly type: FilterFieldType;
   readonly operators: readonly FilterOperator[];
+  /** The operation needs this filter: a request without it is a 400 naming it. */
+  readonly required?: true;
+  /**
+   * Also accepted as a plain query parameter of the field's name (`hasPermission=Use`), meaning
+   * this operator: for filters the interface names without an operator.
+   */
+  readonly plain?: FilterOperator;
 }
 
 /**
@@ -230,9 +240,16 @@ export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
     if (parameter.startsWith('filter[') || parameter === 'filter') {
       const condition = parseFilter(spec, parameter, value, errors);
       if (condition) filters.push(condition);
+    } else if (Object.hasOwn(spec.filters, parameter) && spec.filters[parameter].plain) {
+      const condition = parseFilter(spec, `filter[${parameter}][${spec.filters[parameter].plain}]`, value, errors);
+      if (condition) filters.push(condition);
     } else if (!(spec.paged === false ? UNPAGED_PARAMETERS : PAGED_PARAMETERS).includes(parameter)) {
       errors.push({ path: parameter, message: 'is not a parameter of this operation' });
     }
+  }
+  for (const [field, filter] of Object.entries(spec.filters)) {
+    if (filter.required && !filters.some((condition) => condition.field === field) && !errors.some((error) => error.path.startsWith(`filter[${field}]`)))
+      errors.push({ path: `filter[${field}][${filter.operators[0]}]`, message: 'is required by this operation' });
   }
   const offset = parseInteger(raw['page[offset]'], 'page[offset]', 0, MAX_OFFSET, errors) ?? 0;
   const limit = parseInteger(raw['page[limit]'], 'page[limit]', 1, MAX_PAGE_LIMIT, errors) ?? DEFAULT_PAGE_LIMIT;

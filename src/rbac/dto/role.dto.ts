@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { ACTIONS } from '../../common/http/route.decorator.js';
+import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { PlainServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { PermissionValue, Role } from '../entities/role.entity.js';
@@ -10,7 +11,6 @@ import { OBJECT_MATCHERS } from '../object-matcher.js';
 export const EFFECTS = ['Allow', 'Deny'] as const;
 /** The actions a permission may name: those of api-map §6, or `*` for all. */
 export const PERMISSION_ACTIONS = [...ACTIONS, '*'] as const;
-const ROLE_NAME = /^[\p{L}\p{N}_.@-](?:[\p{L}\p{N}_.@ -]{0,126}[\p{L}\p{N}_.@-])?$/u;
 const MAX_PERMISSIONS = 500;
 
 /** hub-interface §2.7b "Permission". */
@@ -43,8 +43,7 @@ export class PermissionDto {
 /** The body of a create or a replace (and what a patch must produce). */
 export class RoleInputDto extends PlainServerOwnedFields {
   @ApiProperty({ example: 'Auditor', description: 'Unique, ignoring case' })
-  @IsString()
-  @Matches(ROLE_NAME, { message: 'name must be 1-128 letters, digits, "_", ".", "@", "-" or inner spaces' })
+  @IsEntityName()
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 1024 })
