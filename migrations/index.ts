@@ -3,6 +3,7 @@ import { Init1795327638783 } from './1795327638783-Init.js';
 import { ChangeNotifications1795330000000 } from './1795330000000-ChangeNotifications.js';
 import { Identity1795333874460 } from './1795333874460-Identity.js';
 import { AccessControl1795335943039 } from './1795335943039-AccessControl.js';
+import { AuthDomains1795340754133 } from './1795340754133-AuthDomains.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -10,4 +11,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   ChangeNotifications1795330000000,
   Identity1795333874460,
   AccessControl1795335943039,
+  AuthDomains1795340754133,
 ];

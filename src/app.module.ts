@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AuthModule } from './auth/auth.module.js';
+import { AuthDomainsModule } from './authdomains/authdomains.module.js';
 import { CommonModule } from './common/common.module.js';
 import type { HubConfig } from './common/config/hub-config.js';
 import { NamespacesModule } from './namespaces/namespaces.module.js';
@@ -11,6 +12,9 @@ import { RbacModule } from './rbac/rbac.module.js';
 @Module({})
 export class AppModule {
   static register(config: HubConfig, logger: Logger): DynamicModule {
-    return { module: AppModule, imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, RbacModule, ObservabilityModule] };
+    return {
+      module: AppModule,
+      imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, RbacModule, AuthDomainsModule, ObservabilityModule],
+    };
   }
 }

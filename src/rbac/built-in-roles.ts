@@ -20,11 +20,10 @@ export const BUILT_IN_ROLES: readonly { name: string; description: string; permi
   },
   {
     name: 'NamespaceUser',
-    description: 'Sees the namespace and what is in it, and uses its execution profiles and credentials',
+    description: 'Sees the namespace and what is in it, uses its execution profiles, and resolves credentials in its auth domains',
     permissions: [
       ...onCollection('Namespaces', ['Read']),
-      ...onCollection('AuthDomains', ['Read']),
-      ...onCollection('Credentials', ['Read', 'Use']),
+      ...onCollection('AuthDomains', ['Read', 'Use']),
       ...onCollection('ExecutionProfiles', ['Read', 'Use']),
       ...onCollection('Pipelines', ['Read']),
       ...onCollection('PublishedLibraries', ['Read']),
@@ -36,7 +35,7 @@ export const BUILT_IN_ROLES: readonly { name: string; description: string; permi
     permissions: [
       ...onCollection('Pipelines', ['Read', 'Create', 'Update', 'Delete', 'Execute']),
       ...onCollection('ExecutionProfiles', ['Read', 'Use']),
-      ...onCollection('Credentials', ['Read', 'Use']),
+      ...onCollection('AuthDomains', ['Read', 'Use']),
     ],
   },
   {

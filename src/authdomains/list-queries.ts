@@ -1,0 +1,47 @@
+import { defineListQuery } from '../common/query/list-query.js';
+
+/** What `GET /authdomains/authdomains` accepts (hub-interface §4.4): domains as the derived table `domain`. */
+export const AUTH_DOMAIN_LIST_QUERY = defineListQuery({
+  filters: {
+    namespace: { column: 'domain."namespaceName"', type: 'string', operators: ['EQ', 'IN'] },
+    name: { column: 'domain."name"', type: 'string', operators: ['EQ', 'CO', 'SW'] },
+    created: { column: 'domain."created"', type: 'datetime', operators: ['LT', 'GT'] },
+    modified: { column: 'domain."modified"', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { name: 'lower(domain."name")', _created: 'domain."created"', _modified: 'domain."modified"' },
+  defaultSort: 'name',
+  tieBreaker: 'domain."id"',
+});
+
+const CREDENTIAL_FILTERS = {
+  namespace: { column: 'credential."namespaceName"', type: 'string', operators: ['EQ', 'IN'] },
+  created: { column: 'credential."created"', type: 'datetime', operators: ['LT', 'GT'] },
+  modified: { column: 'credential."modified"', type: 'datetime', operators: ['LT', 'GT'] },
+} as const;
+
+const CREDENTIAL_SORTS = {
+  _created: 'credential."created"',
+  _modified: 'credential."modified"',
+  rank: 'credential."rank"',
+  authDomainId: 'lower(credential."authDomainName")',
+} as const;
+
+/** What `GET /authdomains/credentials` accepts (hub-interface §4.5): credentials as the derived table `credential`. */
+export const CREDENTIAL_LIST_QUERY = defineListQuery({
+  filters: {
+    ...CREDENTIAL_FILTERS,
+    authDomain: { column: 'credential."authDomainId"', type: 'uuid', operators: ['EQ'], required: true },
+    principal: { column: 'credential."principalId"', type: 'uuid', operators: ['EQ', 'IN'] },
+  },
+  sorts: { ...CREDENTIAL_SORTS, principal: 'lower(credential."principalName")' },
+  defaultSort: 'rank',
+  tieBreaker: 'credential."id"',
+});
+
+/** What `GET /authdomains/me/credentials` accepts: the caller's own credentials, in any domain. */
+export const MY_CREDENTIAL_LIST_QUERY = defineListQuery({
+  filters: { ...CREDENTIAL_FILTERS, authDomain: { column: 'credential."authDomainId"', type: 'uuid', operators: ['EQ'] } },
+  sorts: CREDENTIAL_SORTS,
+  defaultSort: 'rank',
+  tieBreaker: 'credential."id"',
+});
