@@ -4,6 +4,7 @@ import { ChangeNotifications1795330000000 } from './1795330000000-ChangeNotifica
 import { Identity1795333874460 } from './1795333874460-Identity.js';
 import { AccessControl1795335943039 } from './1795335943039-AccessControl.js';
 import { AuthDomains1795340754133 } from './1795340754133-AuthDomains.js';
+import { ExecutionProfiles1795341123748 } from './1795341123748-ExecutionProfiles.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -12,4 +13,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Identity1795333874460,
   AccessControl1795335943039,
   AuthDomains1795340754133,
+  ExecutionProfiles1795341123748,
 ];

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { AuthModule } from './auth/auth.module.js';
 import { AuthDomainsModule } from './authdomains/authdomains.module.js';
 import { CommonModule } from './common/common.module.js';
+import { ExecutionProfilesModule } from './execution-profiles/execution-profiles.module.js';
 import type { HubConfig } from './common/config/hub-config.js';
 import { NamespacesModule } from './namespaces/namespaces.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
@@ -14,7 +15,15 @@ export class AppModule {
   static register(config: HubConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CommonModule.forRoot(config, logger), AuthModule, NamespacesModule, RbacModule, AuthDomainsModule, ObservabilityModule],
+      imports: [
+        CommonModule.forRoot(config, logger),
+        AuthModule,
+        NamespacesModule,
+        RbacModule,
+        AuthDomainsModule,
+        ExecutionProfilesModule,
+        ObservabilityModule,
+      ],
     };
   }
 }

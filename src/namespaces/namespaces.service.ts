@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { usesOf, type UsageCheck } from '../common/database/usage-checks.js';
 import { ConflictError, NotFoundError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
@@ -14,20 +15,14 @@ import type { Namespace } from './entities/namespace.entity.js';
 import { NamespacesRepository, type NamespaceChanges } from './namespaces.repository.js';
 
 /**
- * How an area tells that a namespace still holds its entities. Checks run in the deleting
- * transaction, after the namespace row is locked.
- *
- * The contract for an area whose entities live in namespaces: store `namespace_id uuid NOT NULL
- * REFERENCES namespaces ON DELETE RESTRICT` (and show the name through a join), and register a
- * check. The foreign key makes the rule exact: an insert takes a key-share lock on the namespace
- * row, which waits for the delete's row lock, so no entity slips into a namespace being deleted,
- * and renaming a namespace moves nothing. The check only gives the 409 its words.
+ * How an area tells that a namespace still holds its entities. The contract for an area whose
+ * entities live in namespaces: store `namespace_id uuid NOT NULL REFERENCES namespaces ON DELETE
+ * RESTRICT` (and show the name through a join), and register a check. The foreign key makes the
+ * rule exact: an insert takes a key-share lock on the namespace row, which waits for the delete's
+ * row lock, so no entity slips into a namespace being deleted, and renaming a namespace moves
+ * nothing. The check only gives the 409 its words.
  */
-export interface NamespaceUsageCheck {
-  /** What is counted, plural: "auth domains". */
-  readonly holds: string;
-  count(namespaceId: string, manager: EntityManager): Promise<number>;
-}
+export type NamespaceUsageCheck = UsageCheck;
 
 /** What other areas learn of a namespace. */
 export interface NamespaceRef {
@@ -65,7 +60,12 @@ export class NamespacesService {
   private readonly usageChecks: NamespaceUsageCheck[] = [];
   private readonly locators = new Map<string, ResourceLocator>();
 
-  constructor(private readonly namespaces: NamespacesRepository) {}
+  constructor(private readonly namespaces: NamespacesRepository) {
+    this.registerResourceLocator('namespace', async (id) => {
+      const namespace = await this.find({ id });
+      return namespace && { namespace };
+    });
+  }
 
   /** Called by each area whose entities live in namespaces, so that a namespace in use is not deleted. */
   registerUsageCheck(check: NamespaceUsageCheck): void {
@@ -141,8 +141,7 @@ export class NamespacesService {
   }
 
   private async refuseIfInUse(namespace: Namespace, manager: EntityManager): Promise<void> {
-    const counts = await Promise.all(this.usageChecks.map(async (check) => ({ holds: check.holds, count: await check.count(namespace.id, manager) })));
-    const held = counts.filter(({ count }) => count > 0).map(({ holds, count }) => `${count} ${holds}`);
+    const held = await usesOf(this.usageChecks, namespace.id, manager);
     if (held.length > 0) throw new ConflictError(`Namespace '${namespace.name}' still holds ${held.join(', ')}; delete or move them first`);
   }
 }

@@ -25,6 +25,7 @@ export const BUILT_IN_ROLES: readonly { name: string; description: string; permi
       ...onCollection('Namespaces', ['Read']),
       ...onCollection('AuthDomains', ['Read', 'Use']),
       ...onCollection('ExecutionProfiles', ['Read', 'Use']),
+      ...onCollection('ExecutionProfileBindings', ['Read']),
       ...onCollection('Pipelines', ['Read']),
       ...onCollection('PublishedLibraries', ['Read']),
     ],

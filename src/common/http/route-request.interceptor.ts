@@ -24,7 +24,7 @@ function checkMediaType(request: FastifyRequest, options: RouteOptions): void {
   }
 }
 
-/** Every query parameter must be one the route declares: a list's, a projection's, or none. */
+/** Every query parameter must be one the route declares: a list's, a projection's, its own plain ones, or none. */
 function parseQuery(request: FastifyRequest, options: RouteOptions): void {
   const raw = (request.query ?? {}) as RawQuery;
   if (options.list) {
@@ -32,7 +32,7 @@ function parseQuery(request: FastifyRequest, options: RouteOptions): void {
     return;
   }
   const errors: FieldError[] = Object.keys(raw)
-    .filter((name) => !(options.projection && (name === 'fields' || name === 'excludeFields')))
+    .filter((name) => !(options.projection && (name === 'fields' || name === 'excludeFields')) && !Object.hasOwn(options.query ?? {}, name))
     .map((name) => ({ path: name, message: 'is not a parameter of this operation' }));
   request.projection = parseProjection(options.projection, raw, errors);
   if (errors.length > 0) throw invalidQuery(errors);

@@ -76,6 +76,8 @@ export interface RouteOptions {
   readonly response?: Type<unknown> | [Type<unknown>];
   /** A list operation: its filters, sorts, paging and projection. */
   readonly list?: ListQuerySpec;
+  /** Plain query parameters the route takes (name to description), read with `@Query(name)`. */
+  readonly query?: Readonly<Record<string, string>>;
   /** Fields a single-resource read accepts in `fields`/`excludeFields`. */
   readonly projection?: readonly string[];
   /** The body is a JSON Patch document. */
@@ -264,6 +266,7 @@ export function Route(options: RouteOptions): MethodDecorator {
     ...bodyDecorators(options),
     ...(options.list ? listParameters(options.list) : []),
     ...(options.projection ? projectionParameters(options.projection) : []),
+    ...Object.entries(options.query ?? {}).map(([name, description]) => ApiQuery({ name, required: false, schema: { type: 'string' }, description })),
     ...(options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method)
       ? [ApiHeader({ name: 'If-Match', required: false, description: 'Apply only if the resource still has this ETag' })]
       : []),
