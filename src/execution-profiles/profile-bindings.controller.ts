@@ -138,8 +138,8 @@ export class ProfileBindingsController {
     method: 'GET',
     path: 'namespaces/:namespaceId/default',
     summary: 'Get the default execution profile of a namespace',
-    description: "The profile of the namespace's default binding; 404 when it has none.",
-    access: { object: '/ExecutionProfileBindings', action: 'Read', namespace: { param: 'namespaceId' } },
+    description: "The profile of the namespace's default binding, for anyone who may read the namespace; 404 when it has none.",
+    access: { object: '/Namespaces/{namespaceId}', action: 'Read', namespace: { param: 'namespaceId' } },
     response: ExecutionProfileDto,
   })
   getDefaultProfile(@CurrentCaller() caller: Caller, @Param('namespaceId', new ResourceId('Namespace')) namespaceId: string): Promise<ExecutionProfileDto> {
@@ -150,7 +150,8 @@ export class ProfileBindingsController {
     method: 'GET',
     path: 'namespaces/:namespaceId/bindings/:executionProfileId',
     summary: 'Get the binding of an execution profile in a namespace',
-    access: { object: '/ExecutionProfileBindings', action: 'Read', namespace: { param: 'namespaceId' } },
+    description: 'For anyone who may read the namespace; 404 when the profile is not bound there.',
+    access: { object: '/Namespaces/{namespaceId}', action: 'Read', namespace: { param: 'namespaceId' } },
     response: ProfileBindingDto,
     etag: true,
   })

@@ -16,9 +16,19 @@ export interface DecisionNamespace {
   readonly name: string;
 }
 
-/** The 403 of a denied decision: it names the action, the object and where, never any data. */
-export function notAllowed(action: string, object: string, namespace: DecisionNamespace | 'anywhere'): ForbiddenError {
-  const where = namespace === 'anywhere' ? 'any namespace' : namespace.id === null ? 'every namespace' : `namespace '${namespace.name}'`;
+/**
+ * The 403 of a denied decision: it names the action, the object and where (a namespace, or words
+ * such as "the namespace of authDomain <id>" that name no namespace), never any data.
+ */
+export function notAllowed(action: string, object: string, namespace: DecisionNamespace | 'anywhere' | { readonly where: string }): ForbiddenError {
+  const where =
+    namespace === 'anywhere'
+      ? 'any namespace'
+      : 'where' in namespace
+        ? namespace.where
+        : namespace.id === null
+          ? 'every namespace'
+          : `namespace '${namespace.name}'`;
   return new ForbiddenError(`Not allowed: ${action} on ${object} in ${where}`);
 }
 

@@ -68,7 +68,7 @@ export class AccessGuard implements CanActivate {
     const params = request.params as Record<string, string>;
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
     const object = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
-    const { namespace, ownerId } = await this.placementOf(access.namespace, request);
+    const { namespace, ownerId, where } = await this.placementOf(access.namespace, request);
     const allowed = permissions.decide({ object, action: access.action, namespaceId: namespace.id }) === 'Allow';
     const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
@@ -77,7 +77,7 @@ export class AccessGuard implements CanActivate {
       return true;
     }
     if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${object} not found`);
-    throw notAllowed(access.action, object, namespace);
+    throw notAllowed(access.action, object, where ? { where } : namespace);
   }
 
   /** Whether a denied caller may at least read the resource: if not, it is answered as not found. */
@@ -104,13 +104,22 @@ export class AccessGuard implements CanActivate {
   /**
    * The namespace a route's permission is checked in, and the owner of the resource it was
    * learnt from. A namespace or resource that does not exist leaves only the bindings of `*` to
-   * decide (the operation itself then answers 404 or 400).
+   * decide (the operation itself then answers 404 or 400). A namespace learnt from a resource is
+   * not named in a denial (`where`): the caller may not be allowed to know it.
    */
-  private async placementOf(source: NamespaceSource | undefined, request: FastifyRequest): Promise<{ namespace: DecisionNamespace; ownerId?: string }> {
+  private async placementOf(
+    source: NamespaceSource | undefined,
+    request: FastifyRequest,
+  ): Promise<{ namespace: DecisionNamespace; ownerId?: string; where?: string }> {
     if (source && 'resource' in source) {
       const id = canonical(('param' in source ? (request.params as Record<string, string>)[source.param] : stringAt(request.body, source.body)) ?? '');
       const placement = isUuid(id) ? await this.namespaces.locate(source.resource, id) : null;
-      return placement ?? { namespace: { id: NO_SUCH_NAMESPACE, name: '(unknown)' } };
+      const where = !isUuid(id)
+        ? `the namespace of an unknown ${source.resource}`
+        : source.resource === 'namespace'
+          ? `namespace ${id}`
+          : `the namespace of ${source.resource} ${id}`;
+      return placement ? { ...placement, where } : { namespace: { id: NO_SUCH_NAMESPACE, name: '(unknown)' }, where };
     }
     return { namespace: await this.namespaceOf(source, request) };
   }

@@ -26,6 +26,16 @@ interface Fixtures {
   readonly namespace: string;
   readonly doomedNamespace: string;
   readonly invitationToken: string;
+  readonly spareNamespace: string;
+  readonly authDomain: string;
+  readonly doomedAuthDomain: string;
+  readonly credential: string;
+  readonly doomedCredential: string;
+  readonly executionProfile: string;
+  readonly doomedProfile: string;
+  readonly standardProfile: string;
+  readonly binding: string;
+  readonly doomedBinding: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -42,6 +52,13 @@ const FIXTURE_NAMES = {
   doomedRole: 'rbac-doomed-role',
   namespace: 'rbac-fixture-ns',
   doomedNamespace: 'rbac-doomed-ns',
+  spareNamespace: 'rbac-spare-ns',
+  authDomain: 'rbac-fixture-domain',
+  doomedAuthDomain: 'rbac-doomed-domain',
+  credential: 'rbac-fixture-credential',
+  doomedCredential: 'rbac-doomed-credential',
+  executionProfile: 'rbac-fixture-profile',
+  doomedProfile: 'rbac-doomed-profile',
 } as const;
 
 interface Caller {
@@ -63,6 +80,8 @@ interface RouteCase {
   readonly payload?: (f: Fixtures) => unknown;
   /** The status an authorised caller gets. */
   readonly allowed: number;
+  /** Fixture names a denial may show to a caller who may read the resource (its namespace). */
+  readonly reveals?: readonly string[];
   /** Permissions the operation itself checks beyond the route's (granting a role needs Use on it). */
   readonly alsoNeeds?: (f: Fixtures) => { object: string; actions: Action[] }[];
 }
@@ -323,6 +342,238 @@ const ROUTES: readonly RouteCase[] = [
     allowed: 200,
   },
   { method: 'GET', path: '/api/v2/rbac/audit', access: { object: '/Audit', action: 'Read' }, allowed: 200 },
+  // Auth domains and credentials
+  { method: 'GET', path: '/api/v2/authdomains/authdomains', access: { object: '/AuthDomains', action: 'Read', namespaced: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/authdomains/authdomains',
+    access: { object: '/AuthDomains', action: 'Create', namespace: { body: 'namespace' } },
+    payload: () => ({ name: 'rbac-created-domain', namespace: FIXTURE_NAMES.namespace }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/authdomains/authdomains/:id',
+    access: { object: '/AuthDomains/{id}', action: 'Read', namespace: { resource: 'authDomain', param: 'id' } },
+    resource: FIXTURE_NAMES.authDomain,
+    params: (f) => ({ id: f.authDomain }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/authdomains/authdomains/:id',
+    access: { object: '/AuthDomains/{id}', action: 'Update', namespace: { resource: 'authDomain', param: 'id' } },
+    resource: FIXTURE_NAMES.authDomain,
+    params: (f) => ({ id: f.authDomain }),
+    payload: () => ({ name: FIXTURE_NAMES.authDomain, namespace: FIXTURE_NAMES.namespace, description: 'replaced', allowPersonalCredentials: true }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/authdomains/authdomains/:id',
+    access: { object: '/AuthDomains/{id}', action: 'Update', namespace: { resource: 'authDomain', param: 'id' } },
+    resource: FIXTURE_NAMES.authDomain,
+    params: (f) => ({ id: f.authDomain }),
+    payload: () => [{ op: 'add', path: '/description', value: 'patched' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/authdomains/authdomains/:id',
+    access: { object: '/AuthDomains/{id}', action: 'Delete', namespace: { resource: 'authDomain', param: 'id' } },
+    resource: FIXTURE_NAMES.doomedAuthDomain,
+    params: (f) => ({ id: f.doomedAuthDomain }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/authdomains/authdomains/:id/credential',
+    access: { object: '/AuthDomains/{id}', action: 'Use', namespace: { resource: 'authDomain', param: 'id' } },
+    resource: FIXTURE_NAMES.authDomain,
+    params: (f) => ({ id: f.authDomain }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/authdomains/credentials',
+    access: { object: '/Credentials', action: 'Read', namespaced: true },
+    query: (f) => `filter[authDomain][EQ]=${f.authDomain}`,
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/authdomains/me/credentials', access: { self: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/authdomains/credentials',
+    access: { object: '/Credentials', action: 'Create', namespace: { resource: 'authDomain', body: 'authDomainId' }, self: { body: 'principal' } },
+    payload: (f) => ({ authDomainId: f.authDomain, principal: f.user, label: 'rbac-created-credential', type: 'Internal', data: { password: 'secret' } }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/authdomains/credentials/:id',
+    access: { object: '/Credentials/{id}', action: 'Read', namespace: { resource: 'credential', param: 'id' }, self: { owner: true } },
+    resource: FIXTURE_NAMES.credential,
+    params: (f) => ({ id: f.credential }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/authdomains/credentials/:id',
+    access: { object: '/Credentials/{id}', action: 'Update', namespace: { resource: 'credential', param: 'id' }, self: { owner: true } },
+    resource: FIXTURE_NAMES.credential,
+    params: (f) => ({ id: f.credential }),
+    payload: (f) => ({ authDomainId: f.authDomain, principal: f.group, label: FIXTURE_NAMES.credential, type: 'Internal', disabled: true }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/authdomains/credentials/:id',
+    access: { object: '/Credentials/{id}', action: 'Update', namespace: { resource: 'credential', param: 'id' }, self: { owner: true } },
+    resource: FIXTURE_NAMES.credential,
+    params: (f) => ({ id: f.credential }),
+    payload: () => [{ op: 'replace', path: '/disabled', value: false }],
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/authdomains/credentials/:id/rank',
+    access: { object: '/Credentials/{id}', action: 'Update', namespace: { resource: 'credential', param: 'id' }, self: { owner: true } },
+    resource: FIXTURE_NAMES.credential,
+    params: (f) => ({ id: f.credential }),
+    payload: () => ({ position: 'Low' }),
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/authdomains/credentials/:id',
+    access: { object: '/Credentials/{id}', action: 'Delete', namespace: { resource: 'credential', param: 'id' }, self: { owner: true } },
+    resource: FIXTURE_NAMES.doomedCredential,
+    params: (f) => ({ id: f.doomedCredential }),
+    allowed: 200,
+  },
+  // Execution profiles and their bindings
+  { method: 'GET', path: '/api/v2/execution-profiles/execprofiles', access: { object: '/ExecutionProfiles', action: 'Read' }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/execution-profiles/execprofiles',
+    access: { object: '/ExecutionProfiles', action: 'Create' },
+    payload: () => ({ name: 'rbac-created-profile' }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/execprofiles/name-availability',
+    access: { object: '/ExecutionProfiles', action: 'Read' },
+    query: () => 'name=rbac-free-name',
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/execprofiles/:id',
+    access: { object: '/ExecutionProfiles/{id}', action: 'Read' },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.executionProfile }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/execution-profiles/execprofiles/:id',
+    access: { object: '/ExecutionProfiles/{id}', action: 'Update' },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.executionProfile }),
+    payload: () => ({ name: FIXTURE_NAMES.executionProfile, environment: { REPLACED: '1' } }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/execution-profiles/execprofiles/:id',
+    access: { object: '/ExecutionProfiles/{id}', action: 'Update' },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.executionProfile }),
+    payload: () => [{ op: 'add', path: '/description', value: 'patched' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/execution-profiles/execprofiles/:id',
+    access: { object: '/ExecutionProfiles/{id}', action: 'Delete' },
+    resource: FIXTURE_NAMES.doomedProfile,
+    params: (f) => ({ id: f.doomedProfile }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/bindings',
+    access: { object: '/ExecutionProfileBindings', action: 'Read', namespaced: true },
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/execution-profiles/bindings',
+    access: { object: '/ExecutionProfileBindings', action: 'Create', namespace: { resource: 'namespace', body: 'namespaceId' } },
+    payload: (f) => ({ executionProfileId: f.standardProfile, namespaceId: f.namespace }),
+    alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.standardProfile}`, actions: ['Use'] }],
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/bindings/:id',
+    access: { object: '/ExecutionProfileBindings/{id}', action: 'Read', namespace: { resource: 'profileBinding', param: 'id' } },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.binding }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/execution-profiles/bindings/:id',
+    access: { object: '/ExecutionProfileBindings/{id}', action: 'Update', namespace: { resource: 'profileBinding', param: 'id' } },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.binding }),
+    payload: (f) => ({ executionProfileId: f.executionProfile, namespaceId: f.namespace, isDefault: true }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/execution-profiles/bindings/:id',
+    access: { object: '/ExecutionProfileBindings/{id}', action: 'Update', namespace: { resource: 'profileBinding', param: 'id' } },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.binding }),
+    payload: () => [{ op: 'replace', path: '/isDefault', value: true }],
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/execution-profiles/bindings/:id/default',
+    access: { object: '/ExecutionProfileBindings/{id}', action: 'Update', namespace: { resource: 'profileBinding', param: 'id' } },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.binding }),
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/execution-profiles/bindings/:id',
+    access: { object: '/ExecutionProfileBindings/{id}', action: 'Delete', namespace: { resource: 'profileBinding', param: 'id' } },
+    resource: FIXTURE_NAMES.executionProfile,
+    params: (f) => ({ id: f.doomedBinding }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/namespaces/:namespaceId/default',
+    access: { object: '/Namespaces/{namespaceId}', action: 'Read', namespace: { param: 'namespaceId' } },
+    resource: FIXTURE_NAMES.namespace,
+    params: (f) => ({ namespaceId: f.namespace }),
+    reveals: [FIXTURE_NAMES.executionProfile],
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/execution-profiles/namespaces/:namespaceId/bindings/:executionProfileId',
+    access: { object: '/Namespaces/{namespaceId}', action: 'Read', namespace: { param: 'namespaceId' } },
+    resource: FIXTURE_NAMES.namespace,
+    params: (f) => ({ namespaceId: f.namespace, executionProfileId: f.executionProfile }),
+    allowed: 200,
+  },
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -444,6 +695,10 @@ describe('route access control', () => {
         '/api/v2/rbac/roles?page[limit]=1000',
         '/api/v2/rbac/rolebindings?page[limit]=1000',
         '/api/v2/namespaces?page[limit]=1000',
+        '/api/v2/authdomains/authdomains?page[limit]=1000',
+        `/api/v2/authdomains/credentials?filter[authDomain][EQ]=${fixtures.authDomain}&page[limit]=1000`,
+        '/api/v2/execution-profiles/execprofiles?page[limit]=1000',
+        '/api/v2/execution-profiles/bindings?page[limit]=1000',
       ].map((url) => asAdmin('GET', url)),
     );
 
@@ -459,17 +714,47 @@ describe('route access control', () => {
     const role = (await asAdmin('POST', '/api/v2/rbac/roles', { name: FIXTURE_NAMES.role, permissions: [] })).id;
     const boundUser = await createUser(FIXTURE_NAMES.boundUser);
     await bind(role, boundUser, '*');
+    const namespace = await createNamespace(FIXTURE_NAMES.namespace);
+    const spareNamespace = await createNamespace(FIXTURE_NAMES.spareNamespace);
+    const group = (await asAdmin('POST', '/api/v2/auth/groups', { name: FIXTURE_NAMES.group }))._id;
+    const createDomain = async (name: string) => (await asAdmin('POST', '/api/v2/authdomains/authdomains', { name, namespace: FIXTURE_NAMES.namespace }))._id;
+    const authDomain = await createDomain(FIXTURE_NAMES.authDomain);
+    const createCredential = async (label: string) =>
+      (
+        await asAdmin('POST', '/api/v2/authdomains/credentials', {
+          authDomainId: authDomain,
+          principal: group,
+          label,
+          type: 'Internal',
+          data: { password: 'fixture' },
+        })
+      )._id;
+    const createProfile = async (name: string) => (await asAdmin('POST', '/api/v2/execution-profiles/execprofiles', { name }))._id;
+    const executionProfile = await createProfile(FIXTURE_NAMES.executionProfile);
+    const bindProfile = async (namespaceId: string, isDefault: boolean) =>
+      (await asAdmin('POST', '/api/v2/execution-profiles/bindings', { executionProfileId: executionProfile, namespaceId, isDefault })).id;
+    const profiles = await asAdmin('GET', '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard');
     fixtures = {
       user: user._id,
       doomedUser: await createUser(FIXTURE_NAMES.doomedUser),
       boundUser,
-      group: (await asAdmin('POST', '/api/v2/auth/groups', { name: FIXTURE_NAMES.group }))._id,
+      group,
       doomedGroup: (await asAdmin('POST', '/api/v2/auth/groups', { name: FIXTURE_NAMES.doomedGroup }))._id,
       role,
       doomedRole: await createRole(FIXTURE_NAMES.doomedRole, []),
-      namespace: await createNamespace(FIXTURE_NAMES.namespace),
+      namespace,
       doomedNamespace: await createNamespace(FIXTURE_NAMES.doomedNamespace),
       invitationToken: invitation.invitationToken as string,
+      spareNamespace,
+      authDomain,
+      doomedAuthDomain: await createDomain(FIXTURE_NAMES.doomedAuthDomain),
+      credential: await createCredential(FIXTURE_NAMES.credential),
+      doomedCredential: await createCredential(FIXTURE_NAMES.doomedCredential),
+      executionProfile,
+      doomedProfile: await createProfile(FIXTURE_NAMES.doomedProfile),
+      standardProfile: (profiles.data as { _id: string }[])[0]._id,
+      binding: await bindProfile(namespace, true),
+      doomedBinding: await bindProfile(spareNamespace, false),
     };
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
@@ -480,6 +765,9 @@ describe('route access control', () => {
       const others = ACTIONS.filter((other) => other !== action);
       otherActionCallers.set(keyOf(route), await createCaller('others', [{ object: objectOf(route), actions: others }]));
     }
+    // Resolving a credential answers 404 to a caller who holds none: give the allowed one its own.
+    const resolver = allowedCallers.get('GET /api/v2/authdomains/authdomains/:id/credential') as Caller;
+    await asAdmin('POST', '/api/v2/authdomains/credentials', { authDomainId: authDomain, principal: resolver.id, label: 'resolvable', type: 'Internal' });
     snapshot = await takeSnapshot();
   }, 180_000);
   afterAll(() => hub?.close());
@@ -567,7 +855,14 @@ describe('route access control', () => {
       const response = await call(route, bearer(caller.token));
       if (isSingleResource(route) && route.access.action === 'Read') expectDenial(route, response, 404, 'not found');
       // A caller that may read the resource may see its name.
-      else expectDenial(route, response, 403, `Not allowed: ${route.access.action} on ${objectOf(route)} in `, route.resource ? [route.resource] : []);
+      else
+        expectDenial(
+          route,
+          response,
+          403,
+          `Not allowed: ${route.access.action} on ${objectOf(route)} in `,
+          route.resource ? [route.resource, ...(route.reveals ?? [])] : [],
+        );
     });
   });
 
