@@ -97,6 +97,7 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
   let hub: RunningHub;
   let password: string;
   let token: string;
+  let analystsId: string;
 
   beforeAll(async () => {
     hub = await startHub(dataDir);
@@ -175,6 +176,47 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     const visible = (await (await fetch(`${hub.url}/api/v2/namespaces`, { headers: ada })).json()) as { data: { name: string }[] };
     expect(visible.data.map((namespace) => namespace.name)).toEqual(['analytics']);
     expect((await fetch(`${hub.url}/api/v2/auth/users`, { headers: ada })).status).toBe(403);
+    analystsId = analysts._id;
+  });
+
+  it('serves the credentials and execution-profiles part of the walk-through: a ranked credential resolved by a group member, a bound profile', async () => {
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const call = async (method: string, path: string, body?: unknown, extra = headers) => {
+      const response = await fetch(`${hub.url}/api/v2/${path}`, { method, headers: extra, ...(body !== undefined && { body: JSON.stringify(body) }) });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const domain = await call('POST', 'authdomains/authdomains', { name: 'Warehouse', namespace: 'analytics', allowPersonalCredentials: true });
+    expect(domain.status).toBe(201);
+    const shared = await call('POST', 'authdomains/credentials', {
+      authDomainId: domain.body._id,
+      principal: analystsId,
+      label: 'shared',
+      type: 'Internal',
+      data: { user: 'etl', password: 's3cret' },
+    });
+    expect(shared.status).toBe(201);
+    expect(shared.body.data).toBeUndefined();
+    expect((await call('PUT', `authdomains/credentials/${String(shared.body._id)}/rank`, { position: 'High' })).status).toBe(200);
+    const ada = { authorization: `Bearer ${await login(hub, 'correct horse', 'ada')}` };
+    const resolved = await call('GET', `authdomains/authdomains/${String(domain.body._id)}/credential`, undefined, ada);
+    expect(resolved).toMatchObject({ status: 200, body: { label: 'shared', data: { user: 'etl', password: 's3cret' } } });
+
+    const profiles = await call('GET', 'execution-profiles/execprofiles');
+    expect(profiles.body).toMatchObject({ totalCount: 1, data: [{ name: 'Standard' }] });
+    const gpu = await call('POST', 'execution-profiles/execprofiles', {
+      name: 'GPU',
+      environment: { CUDA_VISIBLE_DEVICES: '0' },
+      constraints: [{ attribute: 'node.label', operator: '=', value: 'gpu' }],
+    });
+    expect(gpu.status).toBe(201);
+    const namespaces = await call('GET', 'namespaces?filter[name][EQ]=analytics');
+    const namespaceId = (namespaces.body.data as { _id: string }[])[0]._id;
+    expect((await call('POST', 'execution-profiles/bindings', { executionProfileId: gpu.body._id, namespaceId, isDefault: true })).status).toBe(201);
+    expect(await call('GET', `execution-profiles/namespaces/${namespaceId}/default`)).toMatchObject({ status: 200, body: { name: 'GPU' } });
+    expect(await call('GET', 'execution-profiles/execprofiles/name-availability?name=gpu')).toMatchObject({
+      status: 200,
+      body: { result: false, reason: 'taken' },
+    });
   });
 
   it('refuses a second hub on the same data directory', async () => {
