@@ -132,7 +132,14 @@ export class CredentialsService {
   }
 
   async patch(caller: Caller, asSelf: boolean, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined): Promise<Versioned<CredentialDto>> {
-    return this.update(caller, asSelf, id, ifMatch, (current) => validateInput(CredentialInputDto, applyJsonPatch(this.toResponse(caller, current), patch)));
+    return this.update(caller, asSelf, id, ifMatch, (current) => {
+      const shown = this.toResponse(caller, current);
+      const patched = applyJsonPatch(shown, patch);
+      // Its own principal sees the data, so removing it from what they see clears it (elsewhere an
+      // absent `data` keeps what is stored, as other callers never see it).
+      if (shown.data !== undefined && patched.data === undefined) patched.data = {};
+      return validateInput(CredentialInputDto, patched);
+    });
   }
 
   /** Moves a credential in its domain's order. */

@@ -181,7 +181,7 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
 
   it('serves the credentials and execution-profiles part of the walk-through: a ranked credential resolved by a group member, a bound profile', async () => {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const call = async (method: string, path: string, body?: unknown, extra = headers) => {
+    const call = async (method: string, path: string, body?: unknown, extra: Record<string, string> = headers) => {
       const response = await fetch(`${hub.url}/api/v2/${path}`, { method, headers: extra, ...(body !== undefined && { body: JSON.stringify(body) }) });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
