@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
+import { deleteLocked, updatePrepared } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -38,27 +38,24 @@ export class AuthDomainsRepository {
     return rows[0] ?? null;
   }
 
-  /** Names of domains by id, for a credential list's `authDomains`. */
-  async namesOf(ids: readonly string[]): Promise<Record<string, string>> {
-    if (ids.length === 0) return {};
-    const rows: { id: string; name: string }[] = await this.dataSource.query('SELECT id, name FROM auth_domains WHERE id = ANY($1)', [[...new Set(ids)]]);
-    return Object.fromEntries(rows.map((row) => [row.id, row.name]));
-  }
-
-  async insert(changes: AuthDomainChanges): Promise<string> {
+  /** Inserts a domain and reads it back in the same transaction. */
+  async insert(changes: AuthDomainChanges): Promise<AuthDomainRow> {
     try {
-      const result = await this.dataSource.createQueryBuilder().insert().into(AuthDomain).values(changes).returning('id').execute();
-      return (result.raw as { id: string }[])[0].id;
+      return await this.dataSource.transaction(async (manager) => {
+        const result = await manager.createQueryBuilder().insert().into(AuthDomain).values(changes).returning('id').execute();
+        const rows: AuthDomainRow[] = await manager.query(`${DOMAINS_SQL} WHERE d.id = $1`, [(result.raw as { id: string }[])[0].id]);
+        return rows[0];
+      });
     } catch (error) {
       throw conflictOf(error, changes);
     }
   }
 
-  /** Changes a domain under a row lock once `decide` has seen its current state; false when there is none. */
+  /** Changes a domain as `decide` prepares it from its current state (outside any transaction); false when there is none. */
   async update(id: string, decide: (current: AuthDomain) => Promise<AuthDomainChanges>): Promise<boolean> {
     let changes: AuthDomainChanges | undefined;
     try {
-      return (await updateLocked(this.dataSource, AuthDomain, id, async (current) => (changes = await decide(current)))) !== null;
+      return (await updatePrepared(this.dataSource, AuthDomain, id, async (current) => (changes = await decide(current)))) !== null;
     } catch (error) {
       throw conflictOf(error, changes);
     }

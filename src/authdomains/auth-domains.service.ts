@@ -9,9 +9,14 @@ import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.service.js';
+import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { AuthDomainsRepository, type AuthDomainChanges } from './auth-domains.repository.js';
 import { AuthDomainInputDto, toAuthDomainResponse, type AuthDomainDto, type AuthDomainRow } from './dto/auth-domain.dto.js';
+
+function noSuchNamespace(name: string): InvalidInputError {
+  return InvalidInputError.at('/namespace', `No namespace is named '${name}'`);
+}
 
 export function authDomainNotFound(id: string): NotFoundError {
   return new NotFoundError(`Auth domain ${id} not found`);
@@ -31,9 +36,9 @@ export class AuthDomainsService {
   }
 
   async create(_caller: Caller, input: AuthDomainInputDto): Promise<Versioned<AuthDomainDto>> {
-    const namespace = await this.namespaceNamed(input.namespace);
-    const id = await this.domains.insert(changesFrom(input, namespace));
-    return this.get(_caller, id);
+    const namespace = await this.namespaces.find({ name: input.namespace });
+    if (!namespace) throw noSuchNamespace(input.namespace);
+    return versioned(await this.domains.insert(changesFrom(input, namespace)));
   }
 
   async get(_caller: Caller, id: string): Promise<Versioned<AuthDomainDto>> {
@@ -71,18 +76,16 @@ export class AuthDomainsService {
       requireIfMatch(ifMatch, current.version);
       const currentNamespace = await this.namespaces.find({ id: current.namespaceId });
       const input = await decide({ ...current, namespaceName: currentNamespace?.name ?? '' });
-      const namespace = await this.namespaceNamed(input.namespace);
-      if (namespace.id !== current.namespaceId) await this.access.require(caller, '/AuthDomains', 'Create', namespace);
+      const namespace = await this.namespaces.find({ name: input.namespace });
+      // Checked before the namespace's existence, and named as the caller gave it, so that a
+      // refusal tells nothing of which namespaces exist.
+      if (namespace?.id !== current.namespaceId)
+        await this.access.require(caller, '/AuthDomains', 'Create', { id: namespace?.id ?? NO_SUCH_NAMESPACE, name: input.namespace });
+      if (!namespace) throw noSuchNamespace(input.namespace);
       return changesFrom(input, namespace);
     });
     if (!updated) throw authDomainNotFound(id);
     return this.get(caller, id);
-  }
-
-  private async namespaceNamed(name: string): Promise<NamespaceRef> {
-    const namespace = await this.namespaces.find({ name });
-    if (!namespace) throw InvalidInputError.at('/namespace', `No namespace is named '${name}'`);
-    return namespace;
   }
 }
 

@@ -33,7 +33,7 @@ export class AuthDomainsModule {
       return domain && { namespace: { id: domain.namespaceId, name: domain.namespaceName } };
     });
     namespaces.registerResourceLocator('credential', async (id) => {
-      const placement = await credentials.placementOf(id);
+      const placement = await credentials.locationOf(id);
       return (
         placement && {
           namespace: { id: placement.namespaceId, name: placement.namespaceName },

@@ -1,12 +1,20 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
-import { HubConfig } from '../common/config/hub-config.js';
+import { HubConfig, parseKey256 } from '../common/config/hub-config.js';
 import { readOrCreateSecretFile } from '../common/config/secret-file.js';
+import { StartupError } from '../common/errors/startup-error.js';
 
 const FORMAT = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+
+/** The key kept in the data directory (generated on first use), in any form HUB_CREDENTIALS_KEY takes. */
+function keyFromFile(file: string): Buffer {
+  const key = parseKey256(readOrCreateSecretFile(file));
+  if (!key) throw new StartupError(`${file} does not hold a 256-bit key (64 hexadecimal digits or 32 bytes in base64)`);
+  return key;
+}
 
 /** A sealed value that the key cannot open: another key sealed it, or it was altered. */
 export class UnreadableCredentialError extends Error {
@@ -24,8 +32,7 @@ export class CredentialCipher {
   private readonly key: Buffer;
 
   constructor(config: HubConfig) {
-    this.key = config.credentialsKey ?? Buffer.from(readOrCreateSecretFile(join(config.dataDir, 'credentials.key')), 'base64url');
-    if (this.key.length !== 32) throw new Error('The credentials key must be 32 bytes');
+    this.key = config.credentialsKey ?? keyFromFile(join(config.dataDir, 'credentials.key'));
   }
 
   seal(credentialId: string, data: Readonly<Record<string, string>>): Buffer {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_RANK, MIN_RANK, RANK_GAP, rankBetween, renumberedRank } from './credential-rank.js';
+import { MAX_RANK, MIN_RANK, RANK_GAP, rankBetween } from './credential-rank.js';
 
 describe('rankBetween', () => {
   it('starts an empty domain at zero', () => {
@@ -35,11 +35,5 @@ describe('rankBetween', () => {
       moves++;
     }
     expect(moves).toBe(24);
-  });
-});
-
-describe('renumberedRank', () => {
-  it('spaces positions one gap apart, above zero', () => {
-    expect([0, 1, 2].map(renumberedRank)).toEqual([RANK_GAP, 2n * RANK_GAP, 3n * RANK_GAP]);
   });
 });

@@ -28,8 +28,3 @@ export function rankBetween(better: bigint | null, worse: bigint | null): bigint
   const fits = (better === null || rank > better) && (worse === null || rank < worse);
   return fits && rank >= MIN_RANK && rank <= MAX_RANK ? rank : null;
 }
-
-/** The ranks of a renumbered domain, in order: one gap apart, the first one gap above zero. */
-export function renumberedRank(position: number): bigint {
-  return BigInt(position + 1) * RANK_GAP;
-}

@@ -84,7 +84,7 @@ export class CredentialsRepository {
   }
 
   /** Where a credential lives and whose it is, for the access guard. */
-  async placementOf(id: string): Promise<{ namespaceId: string; namespaceName: string; principalId: string; principalType: 'User' | 'Group' } | null> {
+  async locationOf(id: string): Promise<{ namespaceId: string; namespaceName: string; principalId: string; principalType: 'User' | 'Group' } | null> {
     const rows: { namespaceId: string; namespaceName: string; principalId: string; principalType: 'User' | 'Group' }[] = await this.dataSource.query(
       `SELECT d.namespace_id AS "namespaceId", n.name AS "namespaceName", c.principal_id AS "principalId", c.principal_type AS "principalType"
        FROM credentials c JOIN auth_domains d ON d.id = c.auth_domain_id JOIN namespaces n ON n.id = d.namespace_id WHERE c.id = $1`,
@@ -102,10 +102,10 @@ export class CredentialsRepository {
     return rows[0] ?? null;
   }
 
-  /** Inserts a credential at its place in the domain's order; false when the domain was deleted meanwhile. */
-  async insert(id: string, authDomainId: string, write: CredentialWrite, placement: RankPlacement, errorPath: string): Promise<boolean> {
+  /** Inserts a credential at its place in the domain's order, and reads it back; null when the domain was deleted meanwhile. */
+  async insert(id: string, authDomainId: string, write: CredentialWrite, placement: RankPlacement, errorPath: string): Promise<CredentialRow | null> {
     return this.dataSource.transaction(async (manager) => {
-      if (!(await this.lockDomain(manager, authDomainId))) return false;
+      if (!(await this.lockDomain(manager, authDomainId))) return null;
       const rank = await this.place(manager, authDomainId, null, placement, errorPath);
       await manager.query(
         `INSERT INTO credentials (id, auth_domain_id, principal_id, principal_type, disabled, label, type, rank, vault_path, sealed_data, version)
@@ -123,46 +123,72 @@ export class CredentialsRepository {
           write.sealedData ?? null,
         ],
       );
-      return true;
+      return this.findById(id, manager);
     });
   }
 
   /**
-   * Changes a credential under its domain's ranking lock and its own row lock: `decide` sees the
-   * current state (If-Match, a patch) and returns new fields, a new place, or both. False when
-   * there is no such credential.
+   * Changes a credential: `decide` sees its current state, outside any transaction (it may query
+   * other services), and returns new fields, a new place, or both; the commit takes the domain's
+   * ranking lock and the credential's row lock, places it, and writes, if the row is still the version `decide`
+   * saw (else it decides again; after a few tries, 409). False when there is no such credential.
    */
   async update(id: string, errorPath: string, decide: (current: CredentialRow) => Promise<CredentialUpdate> | CredentialUpdate): Promise<boolean> {
+    for (let attempt = 1; ; attempt += 1) {
+      const current = await this.findById(id);
+      if (!current) return false;
+      const update = await decide(current);
+      const outcome = await this.dataSource.transaction(async (manager) => {
+        if (!(await this.lockDomain(manager, current.authDomainId))) return 'gone';
+        const locked: { version: number }[] = await manager.query('SELECT version FROM credentials WHERE id = $1 FOR UPDATE', [id]);
+        if (locked.length === 0) return 'gone';
+        if (locked[0].version !== current.version) return 'changed';
+        await this.write(manager, current, update, errorPath);
+        return 'written';
+      });
+      if (outcome !== 'changed') return outcome === 'written';
+      if (attempt === 3) throw new ConflictError('The credential kept changing while this request was applied; retry');
+    }
+  }
+
+  /**
+   * Moves a credential in its domain's order, whatever its version (a move depends on the order
+   * now, which the domain's lock holds still); null when there is no such credential.
+   */
+  async move(id: string, placement: RankPlacement, errorPath: string): Promise<CredentialRow | null> {
     return this.dataSource.transaction(async (manager) => {
       const domain: { authDomainId: string }[] = await manager.query('SELECT auth_domain_id AS "authDomainId" FROM credentials WHERE id = $1', [id]);
-      if (domain.length === 0 || !(await this.lockDomain(manager, domain[0].authDomainId))) return false;
+      if (domain.length === 0 || !(await this.lockDomain(manager, domain[0].authDomainId))) return null;
       const current = await this.findById(id, manager);
-      if (!current) return false;
-      const { changes, placement } = await decide(current);
-      const rank = String(placement ? await this.place(manager, current.authDomainId, id, placement, errorPath) : current.rank);
-      if (!changes) {
-        await manager.query('UPDATE credentials SET rank = $2, version = version + 1, modified = now() WHERE id = $1', [id, rank]);
-        return true;
-      }
-      await manager.query(
-        `UPDATE credentials SET principal_id = $2, principal_type = $3, disabled = $4, label = $5, type = $6, rank = $7, vault_path = $8,
-           sealed_data = CASE WHEN $9 THEN $10 ELSE sealed_data END, version = version + 1, modified = now()
-         WHERE id = $1`,
-        [
-          id,
-          changes.principalId,
-          changes.principalType,
-          changes.disabled,
-          changes.label,
-          changes.type,
-          rank,
-          changes.vaultPath,
-          changes.sealedData !== undefined,
-          changes.sealedData ?? null,
-        ],
-      );
-      return true;
+      if (!current) return null;
+      await this.write(manager, current, { placement }, errorPath);
+      return current;
     });
+  }
+
+  private async write(manager: EntityManager, current: CredentialRow, { changes, placement }: CredentialUpdate, errorPath: string): Promise<void> {
+    const rank = String(placement ? await this.place(manager, current.authDomainId, current.id, placement, errorPath) : current.rank);
+    if (!changes) {
+      await manager.query('UPDATE credentials SET rank = $2, version = version + 1, modified = now() WHERE id = $1', [current.id, rank]);
+      return;
+    }
+    await manager.query(
+      `UPDATE credentials SET principal_id = $2, principal_type = $3, disabled = $4, label = $5, type = $6, rank = $7, vault_path = $8,
+         sealed_data = CASE WHEN $9 THEN $10 ELSE sealed_data END, version = version + 1, modified = now()
+       WHERE id = $1`,
+      [
+        current.id,
+        changes.principalId,
+        changes.principalType,
+        changes.disabled,
+        changes.label,
+        changes.type,
+        rank,
+        changes.vaultPath,
+        changes.sealedData !== undefined,
+        changes.sealedData ?? null,
+      ],
+    );
   }
 
   async delete(id: string, check: (current: CredentialRow) => void): Promise<CredentialRow | null> {
@@ -214,12 +240,9 @@ export class CredentialsRepository {
     const worseThan = (rank: bigint) => scalar(`SELECT min(rank)::text AS rank FROM credentials WHERE ${OTHERS} AND rank > $3`, String(rank));
     const betterThan = (rank: bigint) => scalar(`SELECT max(rank)::text AS rank FROM credentials WHERE ${OTHERS} AND rank < $3`, String(rank));
     if ('value' in placement) {
-      const holders: { id: string }[] = await manager.query(`SELECT id FROM credentials WHERE ${OTHERS} AND rank = $3`, [
-        authDomainId,
-        self,
-        String(placement.value),
-      ]);
-      if (holders.length > 0) throw new ConflictError(`Rank ${placement.value} is held by credential ${holders[0].id}; choose another value or a position`);
+      const holders: unknown[] = await manager.query(`SELECT 1 FROM credentials WHERE ${OTHERS} AND rank = $3`, [authDomainId, self, String(placement.value)]);
+      if (holders.length > 0)
+        throw new ConflictError(`Rank ${placement.value} is held by another credential of this auth domain; choose another value or a position`);
       return placement.value;
     }
     switch (placement.position) {
@@ -254,14 +277,17 @@ export class CredentialsRepository {
     }
   }
 
-  /** Spreads a domain's ranks one gap apart again, keeping their order, inside the caller's transaction. */
+  /**
+   * Spreads a domain's ranks one gap apart again, keeping their order, inside the caller's
+   * transaction; each credential whose rank changes gets a new version (and ETag).
+   */
   private async renumber(manager: EntityManager, authDomainId: string): Promise<void> {
     // Ranks pass through duplicates while the rows are rewritten; the constraint is checked at commit.
     await manager.query('SET CONSTRAINTS credentials_domain_rank_key DEFERRED');
     await manager.query(
-      `UPDATE credentials c SET rank = ordered.position * $2::bigint
+      `UPDATE credentials c SET rank = ordered.position * $2::bigint, version = c.version + 1, modified = now()
        FROM (SELECT id, row_number() OVER (ORDER BY rank) AS position FROM credentials WHERE auth_domain_id = $1) ordered
-       WHERE c.id = ordered.id`,
+       WHERE c.id = ordered.id AND c.rank <> ordered.position * $2::bigint`,
       [authDomainId, String(RANK_GAP)],
     );
   }

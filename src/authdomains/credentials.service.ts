@@ -10,6 +10,7 @@ import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { invalidBody, validateInput } from '../common/validation/validate-input.js';
+import { namespaceOfResource, notAllowed } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { AuthDomainsRepository } from './auth-domains.repository.js';
 import { authDomainNotFound } from './auth-domains.service.js';
@@ -26,6 +27,9 @@ import {
   type RankDefinitionDto,
 } from './dto/credential.dto.js';
 
+/** A body field that was sent with a value (not absent, not null). */
+const given = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
+
 function credentialNotFound(id: string): NotFoundError {
   return new NotFoundError(`Credential ${id} not found`);
 }
@@ -38,9 +42,8 @@ function notPersonal(domain: AuthDomainRow): ForbiddenError {
  * A rankDefinition as a placement: a position with exactly the references it needs, or a value
  * alone. `path` is where the definition sits in the body, for error paths.
  */
-export function placementOf(definition: RankDefinitionDto, path: string): RankPlacement {
+export function rankPlacementOf(definition: RankDefinitionDto, path: string): RankPlacement {
   const { position, above, below, value } = definition;
-  const given = (field: unknown) => field !== undefined && field !== null;
   if (given(value) && given(position)) throw InvalidInputError.at(`${path}/value`, 'value sets the rank directly; give either a position or a value, not both');
   if (given(value)) {
     if (given(above) || given(below)) throw InvalidInputError.at(`${path}/value`, 'above and below go with a position, not with a value');
@@ -94,15 +97,18 @@ export class CredentialsService {
   }
 
   async create(caller: Caller, asSelf: boolean, input: CredentialInputDto): Promise<Versioned<CredentialDto>> {
-    const domain = await this.domains.findById(input.authDomainId.toLowerCase());
+    const domainId = input.authDomainId.toLowerCase();
+    const domain = await this.domains.findById(domainId);
+    // As self, an unknown domain is refused like one the caller may not see, so as not to tell them apart.
+    if (!domain && asSelf) throw notAllowed('Read', `/AuthDomains/${domainId}`, namespaceOfResource('authDomain', domainId));
     if (!domain) throw InvalidInputError.at('/authDomainId', `No auth domain has the id ${input.authDomainId}`);
     if (asSelf) await this.requirePersonal(caller, domain);
     const id = randomUUID();
     const write = await this.writeOf(id, input, undefined);
-    const placement = input.rank ? placementOf(input.rank, '/rank') : { position: 'Low' as const };
-    if (!(await this.credentials.insert(id, domain.id, write, placement, '/rank')))
-      throw InvalidInputError.at('/authDomainId', `Auth domain ${domain.id} was deleted`);
-    return this.get(caller, id);
+    const placement = input.rank ? rankPlacementOf(input.rank, '/rank') : { position: 'Low' as const };
+    const created = await this.credentials.insert(id, domain.id, write, placement, '/rank');
+    if (!created) throw InvalidInputError.at('/authDomainId', `Auth domain ${domain.id} was deleted`);
+    return new Versioned(this.toResponse(caller, created), created.version);
   }
 
   /** One credential; its data only for its own principal. */
@@ -137,21 +143,21 @@ export class CredentialsService {
       const patched = applyJsonPatch(shown, patch);
       // Its own principal sees the data, so removing it from what they see clears it (elsewhere an
       // absent `data` keeps what is stored, as other callers never see it).
-      if (shown.data !== undefined && patched.data === undefined) patched.data = {};
+      if (shown.data !== undefined && patched.data === undefined && patched.type === 'Internal') patched.data = {};
       return validateInput(CredentialInputDto, patched);
     });
   }
 
   /** Moves a credential in its domain's order. */
   async setRank(caller: Caller, asSelf: boolean, id: string, definition: RankDefinitionDto): Promise<MessageDto> {
-    const placement = placementOf(definition, '');
-    let moved: CredentialRow | undefined;
-    const found = await this.credentials.update(id, '', async (current) => {
-      if (asSelf) await this.requirePersonal(caller, await this.domainOf(current));
-      moved = current;
-      return { placement };
-    });
-    if (!found || !moved) throw credentialNotFound(id);
+    const placement = rankPlacementOf(definition, '');
+    if (asSelf) {
+      const current = await this.credentials.findById(id);
+      if (!current) throw credentialNotFound(id);
+      await this.requirePersonal(caller, await this.domainOf(current));
+    }
+    const moved = await this.credentials.move(id, placement, '');
+    if (!moved) throw credentialNotFound(id);
     return message(`Credential '${moved.label}' moved in auth domain '${moved.authDomainName}'`);
   }
 
@@ -182,7 +188,7 @@ export class CredentialsService {
         if (input.principal.toLowerCase() !== caller.userId)
           throw new ForbiddenError('Only those who manage credentials here may give a credential to another principal');
       }
-      return { changes: await this.writeOf(id, input, current), placement: input.rank ? placementOf(input.rank, '/rank') : undefined };
+      return { changes: await this.writeOf(id, input, current), placement: input.rank ? rankPlacementOf(input.rank, '/rank') : undefined };
     });
     if (!found) throw credentialNotFound(id);
     return this.get(caller, id);
@@ -190,7 +196,13 @@ export class CredentialsService {
 
   /** A personal credential needs a domain that allows them, and that the caller may see. */
   private async requirePersonal(caller: Caller, domain: AuthDomainRow): Promise<void> {
-    await this.access.require(caller, `/AuthDomains/${domain.id}`, 'Read', { id: domain.namespaceId, name: domain.namespaceName });
+    await this.access.require(
+      caller,
+      `/AuthDomains/${domain.id}`,
+      'Read',
+      { id: domain.namespaceId, name: domain.namespaceName },
+      namespaceOfResource('authDomain', domain.id).where,
+    );
     if (!domain.allowPersonalCredentials) throw notPersonal(domain);
   }
 
@@ -208,7 +220,6 @@ export class CredentialsService {
     const principal = await this.groups.findPrincipal(input.principal);
     const errors: FieldError[] = [];
     if (!principal) errors.push({ path: '/principal', message: `No user or group has the id ${input.principal}` });
-    const given = (value: unknown) => value !== undefined && value !== null;
     if (input.type === 'Vault') {
       if (!given(input.vaultPath)) errors.push({ path: '/vaultPath', message: 'vaultPath is required for type Vault' });
       if (given(input.data)) errors.push({ path: '/data', message: 'data is not stored for type Vault: the secret is at vaultPath' });
@@ -216,7 +227,8 @@ export class CredentialsService {
       errors.push({ path: '/vaultPath', message: 'vaultPath is only for type Vault' });
     }
     if (!principal || errors.length > 0) throw invalidBody(errors);
-    const keepsData = input.type === 'Internal' && !given(input.data) && current?.type === 'Internal';
+    // Data stays only with its principal: given to another, a credential keeps no secret it was not given anew.
+    const keepsData = input.type === 'Internal' && !given(input.data) && current?.type === 'Internal' && current.principalId === principal.id;
     return {
       principalId: principal.id,
       principalType: principal.type,

@@ -10,14 +10,15 @@ import { ExecutionProfile } from './entities/execution-profile.entity.js';
 export type ExecutionProfileChanges = Pick<ExecutionProfile, 'name' | 'description' | 'isDefault' | 'environment' | 'constraints' | 'properties'>;
 
 /**
- * The list filters that are not columns, as the service resolved them: profile ids the caller
- * holds a permission on, and namespace ids (an empty list or null: no namespace matched).
+ * The list filters that are not columns, as the service resolved them; each applies (they
+ * combine with AND). Ids of profiles the caller holds a permission on; namespace ids, an empty
+ * list or null meaning that no namespace matched (so no profile does).
  */
 export interface ProfileListConditions {
-  readonly permittedIds?: readonly string[];
-  readonly boundToAny?: readonly string[];
-  readonly boundToAll?: readonly string[];
-  readonly defaultFor?: string | null;
+  readonly permitted: (readonly string[])[];
+  readonly boundToAny: (readonly string[])[];
+  readonly boundToAll: (readonly string[])[];
+  readonly defaultFor: (string | null)[];
 }
 
 /** Only one profile is the hub's default: the previous one gives the flag up in the same transaction. */
@@ -40,20 +41,23 @@ export class ExecutionProfilesRepository {
   list(query: ListQuery, conditions: ProfileListConditions): Promise<ListPage<ExecutionProfile>> {
     const qb = this.dataSource.getRepository(ExecutionProfile).createQueryBuilder('profile');
     const bound = 'SELECT 1 FROM execution_profile_bindings b WHERE b.execution_profile_id = profile.id';
-    if (conditions.permittedIds) qb.andWhere('profile.id = ANY(:permittedIds)', { permittedIds: conditions.permittedIds });
-    if (conditions.boundToAny) qb.andWhere(`EXISTS (${bound} AND b.namespace_id = ANY(:boundToAny))`, { boundToAny: conditions.boundToAny });
-    if (conditions.boundToAll?.length === 0) qb.andWhere('false');
-    else if (conditions.boundToAll) {
-      qb.andWhere(
-        `(SELECT count(*) FROM execution_profile_bindings b WHERE b.execution_profile_id = profile.id AND b.namespace_id = ANY(:boundToAll)) = :boundCount`,
-        {
-          boundToAll: conditions.boundToAll,
-          boundCount: conditions.boundToAll.length,
-        },
-      );
-    }
-    if (conditions.defaultFor !== undefined)
-      qb.andWhere(`EXISTS (${bound} AND b.namespace_id = :defaultFor AND b.is_default)`, { defaultFor: conditions.defaultFor });
+    conditions.permitted.forEach((ids, index) => qb.andWhere(`profile.id = ANY(:permitted${index})`, { [`permitted${index}`]: ids }));
+    conditions.boundToAny.forEach((ids, index) =>
+      qb.andWhere(`EXISTS (${bound} AND b.namespace_id = ANY(:boundToAny${index}))`, { [`boundToAny${index}`]: ids }),
+    );
+    conditions.boundToAll.forEach((ids, index) => {
+      if (ids.length === 0) qb.andWhere('false');
+      else
+        qb.andWhere(
+          `(SELECT count(*) FROM execution_profile_bindings b WHERE b.execution_profile_id = profile.id AND b.namespace_id = ANY(:boundToAll${index})) = ${ids.length}`,
+          {
+            [`boundToAll${index}`]: ids,
+          },
+        );
+    });
+    conditions.defaultFor.forEach((id, index) =>
+      qb.andWhere(`EXISTS (${bound} AND b.namespace_id = :defaultFor${index} AND b.is_default)`, { [`defaultFor${index}`]: id }),
+    );
     return fetchListPage(qb, query);
   }
 

@@ -144,16 +144,16 @@ export class ExecutionProfilesService {
 
   /** The list filters that are not columns, resolved: permissions decided per profile, namespaces by id or name. */
   private async conditionsOf(caller: Caller, filters: readonly FilterCondition[]): Promise<ProfileListConditions> {
-    const conditions: { -readonly [K in keyof ProfileListConditions]: ProfileListConditions[K] } = {};
+    const conditions: ProfileListConditions = { permitted: [], boundToAny: [], boundToAll: [], defaultFor: [] };
     for (const filter of filters) {
-      if (filter.field === 'hasPermission') conditions.permittedIds = await this.permittedIds(caller, String(filter.value));
-      if (filter.field === 'isDefaultFor') conditions.defaultFor = (await this.namespaceIdsOf([String(filter.value)]))[0] ?? null;
+      if (filter.field === 'hasPermission') conditions.permitted.push(await this.permittedIds(caller, String(filter.value)));
+      if (filter.field === 'isDefaultFor') conditions.defaultFor.push((await this.namespaceIdsOf(caller, [String(filter.value)]))[0] ?? null);
       if (filter.field === 'hasBindingTo') {
-        const ids = await this.namespaceIdsOf(filter.value as readonly string[]);
+        const ids = await this.namespaceIdsOf(caller, filter.value as readonly string[]);
         const known = ids.filter((id): id is string => id !== undefined);
-        if (filter.operator === 'ANY') conditions.boundToAny = known;
+        if (filter.operator === 'ANY') conditions.boundToAny.push(known);
         // A namespace that does not exist has no bindings: ALL then matches nothing.
-        else conditions.boundToAll = known.length === ids.length ? [...new Set(known)] : [];
+        else conditions.boundToAll.push(known.length === ids.length ? [...new Set(known)] : []);
       }
     }
     return conditions;
@@ -172,13 +172,19 @@ export class ExecutionProfilesService {
       .map(({ id }) => id);
   }
 
-  /** Namespace ids for values that are ids or names (an id first, then a name); undefined for none. */
-  private async namespaceIdsOf(values: readonly string[]): Promise<(string | undefined)[]> {
-    const byName = await this.namespaces.findByNames(values);
+  /**
+   * Namespace ids for values that are ids or names (an id first, then a name); undefined for none,
+   * and for a namespace whose bindings the caller may not read, so that these filters tell nothing
+   * of what the bindings list would hide.
+   */
+  private async namespaceIdsOf(caller: Caller, values: readonly string[]): Promise<(string | undefined)[]> {
+    const [byName, permissions] = await Promise.all([this.namespaces.findByNames(values), this.evaluator.permissionsOf(caller)]);
+    const readable = (id: string | undefined) =>
+      id !== undefined && permissions.decide({ object: '/ExecutionProfileBindings', action: 'Read', namespaceId: id }) === 'Allow' ? id : undefined;
     return Promise.all(
       values.map(async (value) => {
         const byId = isUuid(value) ? await this.namespaces.find({ id: value.toLowerCase() }) : null;
-        return byId?.id ?? byName.get(value.toLowerCase())?.id;
+        return readable(byId?.id ?? byName.get(value.toLowerCase())?.id);
       }),
     );
   }

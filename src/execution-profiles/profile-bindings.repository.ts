@@ -80,10 +80,10 @@ export class ProfileBindingsRepository {
     return rows[0] ?? null;
   }
 
-  /** Inserts a binding; a default one takes the flag from the namespace's previous default. */
-  async insert(id: string, changes: ProfileBindingChanges): Promise<void> {
+  /** Inserts a binding (a default one takes the flag from the namespace's previous default) and reads it back. */
+  async insert(id: string, changes: ProfileBindingChanges): Promise<ProfileBindingRow> {
     try {
-      await this.dataSource.transaction(async (manager) => {
+      return await this.dataSource.transaction(async (manager) => {
         await manager.query(DEFAULTS_LOCK);
         if (changes.isDefault) await clearDefault(manager, changes.namespaceId, id);
         await manager.query('INSERT INTO execution_profile_bindings (id, execution_profile_id, namespace_id, is_default, version) VALUES ($1, $2, $3, $4, 1)', [
@@ -92,31 +92,61 @@ export class ProfileBindingsRepository {
           changes.namespaceId,
           changes.isDefault,
         ]);
+        return (await this.findById(id, manager)) as ProfileBindingRow;
       });
     } catch (error) {
       throw conflictOf(error);
     }
   }
 
-  /** Changes a binding under the defaults lock and its row lock once `decide` has seen it; false when there is none. */
-  async update(id: string, decide: (current: ProfileBindingRow) => Promise<ProfileBindingChanges>): Promise<boolean> {
-    try {
-      return await this.dataSource.transaction(async (manager) => {
-        await manager.query(DEFAULTS_LOCK);
-        const locked: unknown[] = await manager.query('SELECT 1 FROM execution_profile_bindings WHERE id = $1 FOR UPDATE', [id]);
-        const current = locked.length > 0 ? await this.findById(id, manager) : null;
-        if (!current) return false;
-        const changes = await decide(current);
-        if (changes.isDefault) await clearDefault(manager, changes.namespaceId, id);
-        await manager.query(
-          'UPDATE execution_profile_bindings SET execution_profile_id = $2, namespace_id = $3, is_default = $4, version = version + 1, modified = now() WHERE id = $1',
-          [id, changes.executionProfileId, changes.namespaceId, changes.isDefault],
-        );
-        return true;
-      });
-    } catch (error) {
-      throw conflictOf(error);
+  /**
+   * Changes a binding: `decide` sees its current state outside any transaction (it may query other
+   * services), then the commit takes the defaults lock and the row's, and writes if the row is
+   * still the version `decide` saw (else it decides again; after a few tries, 409). False when
+   * there is no such binding.
+   */
+  async update(id: string, decide: (current: ProfileBindingRow) => Promise<ProfileBindingChanges> | ProfileBindingChanges): Promise<boolean> {
+    for (let attempt = 1; ; attempt += 1) {
+      const current = await this.findById(id);
+      if (!current) return false;
+      const changes = await decide(current);
+      let outcome: 'gone' | 'changed' | 'written';
+      try {
+        outcome = await this.dataSource.transaction(async (manager) => {
+          await manager.query(DEFAULTS_LOCK);
+          const locked: { version: number }[] = await manager.query('SELECT version FROM execution_profile_bindings WHERE id = $1 FOR UPDATE', [id]);
+          if (locked.length === 0) return 'gone';
+          if (locked[0].version !== current.version) return 'changed';
+          if (changes.isDefault) await clearDefault(manager, changes.namespaceId, id);
+          await manager.query(
+            'UPDATE execution_profile_bindings SET execution_profile_id = $2, namespace_id = $3, is_default = $4, version = version + 1, modified = now() WHERE id = $1',
+            [id, changes.executionProfileId, changes.namespaceId, changes.isDefault],
+          );
+          return 'written';
+        });
+      } catch (error) {
+        throw conflictOf(error);
+      }
+      if (outcome !== 'changed') return outcome === 'written';
+      if (attempt === 3) throw new ConflictError('The binding kept changing while this request was applied; retry');
     }
+  }
+
+  /** Makes a binding its namespace's default, whatever its version; false when there is no such binding. */
+  async makeDefault(id: string): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(DEFAULTS_LOCK);
+      const locked: { namespaceId: string }[] = await manager.query(
+        'SELECT namespace_id AS "namespaceId" FROM execution_profile_bindings WHERE id = $1 FOR UPDATE',
+        [id],
+      );
+      if (locked.length === 0) return false;
+      await clearDefault(manager, locked[0].namespaceId, id);
+      await manager.query('UPDATE execution_profile_bindings SET is_default = true, version = version + 1, modified = now() WHERE id = $1 AND NOT is_default', [
+        id,
+      ]);
+      return true;
+    });
   }
 
   async delete(id: string, check: (current: ProfileBindingRow) => void): Promise<ProfileBindingRow | null> {

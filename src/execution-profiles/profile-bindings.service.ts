@@ -8,7 +8,8 @@ import { message, type MessageDto } from '../common/http/message.dto.js';
 import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { invalidBody, validateInput } from '../common/validation/validate-input.js';
-import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.service.js';
+import { NamespacesService } from '../namespaces/namespaces.service.js';
+import { namespaceOfResource, NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import type { ExecutionProfileDto } from './dto/execution-profile.dto.js';
 import { ProfileBindingInputDto, toProfileBindingResponse, type ProfileBindingDto, type ProfileBindingListDto } from './dto/profile-binding.dto.js';
@@ -49,9 +50,7 @@ export class ProfileBindingsService {
 
   async create(caller: Caller, input: ProfileBindingInputDto): Promise<Versioned<ProfileBindingDto>> {
     const changes = await this.changesFrom(caller, input, undefined);
-    const id = input.id?.toLowerCase() ?? randomUUID();
-    await this.bindings.insert(id, changes);
-    return this.get(caller, id);
+    return versioned(await this.bindings.insert(input.id?.toLowerCase() ?? randomUUID(), changes));
   }
 
   async get(_caller: Caller, id: string): Promise<Versioned<ProfileBindingDto>> {
@@ -70,8 +69,7 @@ export class ProfileBindingsService {
 
   /** Makes a binding its namespace's default; the previous default stops being it. */
   async makeDefault(caller: Caller, id: string): Promise<Versioned<ProfileBindingDto>> {
-    const found = await this.bindings.update(id, (current) => Promise.resolve({ ...current, isDefault: true }));
-    if (!found) throw bindingNotFound(id);
+    if (!(await this.bindings.makeDefault(id))) throw bindingNotFound(id);
     return this.get(caller, id);
   }
 
@@ -120,13 +118,16 @@ export class ProfileBindingsService {
     const profileId = input.executionProfileId.toLowerCase();
     const namespaceId = input.namespaceId.toLowerCase();
     const [profile, namespace] = await Promise.all([this.profiles.find(profileId), this.namespaces.find({ id: namespaceId })]);
+    // The permissions first, so that a refusal tells nothing of which profiles and namespaces exist.
+    if (profileId !== current?.executionProfileId) await this.access.require(caller, `/ExecutionProfiles/${profileId}`, 'Use', { id: null, name: '*' });
+    if (current && namespaceId !== current.namespaceId) {
+      const target = { id: namespace?.id ?? NO_SUCH_NAMESPACE, name: namespaceId };
+      await this.access.require(caller, '/ExecutionProfileBindings', 'Create', target, namespaceOfResource('namespace', namespaceId).where);
+    }
     const errors: FieldError[] = [];
     if (!profile) errors.push({ path: '/executionProfileId', message: `No execution profile has the id ${input.executionProfileId}` });
     if (!namespace) errors.push({ path: '/namespaceId', message: `No namespace has the id ${input.namespaceId}` });
-    if (!profile || !namespace) throw invalidBody(errors);
-    if (profileId !== current?.executionProfileId) await this.access.require(caller, `/ExecutionProfiles/${profileId}`, 'Use', { id: null, name: '*' });
-    if (current && namespaceId !== current.namespaceId)
-      await this.access.require(caller, '/ExecutionProfileBindings', 'Create', namespace satisfies NamespaceRef);
+    if (errors.length > 0) throw invalidBody(errors);
     return { executionProfileId: profileId, namespaceId, isDefault: input.isDefault ?? false };
   }
 }

@@ -32,6 +32,11 @@ export function notAllowed(action: string, object: string, namespace: DecisionNa
   return new ForbiddenError(`Not allowed: ${action} on ${object} in ${where}`);
 }
 
+/** How a denial names the namespace of a resource found by id, without naming the namespace itself. */
+export function namespaceOfResource(kind: string, id: string): { readonly where: string } {
+  return { where: kind === 'namespace' ? `namespace ${id}` : `the namespace of ${kind} ${id}` };
+}
+
 /** What a decision is about: an object path and an action, in a namespace (null: `*`). */
 export interface AccessQuestion {
   readonly object: string;

@@ -5,7 +5,15 @@ import type { Caller } from '../common/http/caller.js';
 import { isUuid } from '../common/query/query-values.js';
 import { routeOptionsOf, type NamespaceSource, type RoutePermission } from '../common/http/route.decorator.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
-import { AccessEvaluator, NO_SUCH_NAMESPACE, notAllowed, type DecisionNamespace, type Effect, type PrincipalPermissions } from './access-evaluator.js';
+import {
+  AccessEvaluator,
+  namespaceOfResource,
+  NO_SUCH_NAMESPACE,
+  notAllowed,
+  type DecisionNamespace,
+  type Effect,
+  type PrincipalPermissions,
+} from './access-evaluator.js';
 import { AuditLog } from './audit-log.js';
 
 const EVERY_NAMESPACE: DecisionNamespace = { id: null, name: '*' };
@@ -114,11 +122,7 @@ export class AccessGuard implements CanActivate {
     if (source && 'resource' in source) {
       const id = canonical(('param' in source ? (request.params as Record<string, string>)[source.param] : stringAt(request.body, source.body)) ?? '');
       const placement = isUuid(id) ? await this.namespaces.locate(source.resource, id) : null;
-      const where = !isUuid(id)
-        ? `the namespace of an unknown ${source.resource}`
-        : source.resource === 'namespace'
-          ? `namespace ${id}`
-          : `the namespace of ${source.resource} ${id}`;
+      const where = isUuid(id) ? namespaceOfResource(source.resource, id).where : `the namespace of an unknown ${source.resource}`;
       return placement ? { ...placement, where } : { namespace: { id: NO_SUCH_NAMESPACE, name: '(unknown)' }, where };
     }
     return { namespace: await this.namespaceOf(source, request) };

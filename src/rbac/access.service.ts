@@ -34,12 +34,13 @@ export class AccessService {
 
   /**
    * Requires a permission a service checks beyond its route's (recorded like the guard's
-   * decisions): 403 naming it when the caller lacks it.
+   * decisions): 403 naming it when the caller lacks it, and `where` instead of the namespace's
+   * name when the caller may not be allowed to know it.
    */
-  async require(caller: Caller, object: string, action: string, namespace: DecisionNamespace): Promise<void> {
+  async require(caller: Caller, object: string, action: string, namespace: DecisionNamespace, where?: string): Promise<void> {
     const decision = (await this.evaluator.permissionsOf(caller)).decide({ object, action, namespaceId: namespace.id });
     this.audit.record({ object, namespace: namespace.name, action, userId: caller.userId, groups: caller.groups, decision, purpose: 'Request' });
-    if (decision === 'Deny') throw notAllowed(action, object, namespace);
+    if (decision === 'Deny') throw notAllowed(action, object, where === undefined ? namespace : { where });
   }
 
   /**

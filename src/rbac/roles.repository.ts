@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
-import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
+import { deleteLocked, updatePrepared } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import { fetchListPage, type ListPage } from '../common/query/list-page.js';
@@ -46,7 +46,7 @@ export class RolesRepository {
   async update(id: string, decide: (current: Role) => Promise<RoleChanges> | RoleChanges): Promise<Role | null> {
     let changes: RoleChanges | undefined;
     try {
-      return await updateLocked(this.dataSource, Role, id, async (current) => (changes = await decide(current)));
+      return await updatePrepared(this.dataSource, Role, id, async (current) => (changes = await decide(current)));
     } catch (error) {
       throw conflictOf(error, changes);
     }

@@ -1,4 +1,5 @@
-import type { DataSource, EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, FindOptionsWhere, ObjectLiteral } from 'typeorm';
+import { ConflictError } from '../errors/hub-errors.js';
 
 function lockById<E extends ObjectLiteral>(manager: EntityManager, entity: EntityTarget<E>, id: string): Promise<E | null> {
   return manager.getRepository(entity).createQueryBuilder('row').setLock('pessimistic_write').where('row.id = :id', { id }).getOne();
@@ -37,4 +38,37 @@ export function deleteLocked<E extends ObjectLiteral>(
     await manager.delete(entity, { id });
     return current;
   });
+}
+
+const STALE = Symbol('stale');
+const PREPARE_ATTEMPTS = 3;
+
+/**
+ * Changes one row with a change prepared outside any transaction: `prepare` sees the current
+ * state and may query freely (other services, other pooled connections), since nothing is held
+ * while it runs. The commit locks the row and applies the change only if the row's version is
+ * still the one it was prepared from; otherwise it prepares again, and after a few tries answers
+ * 409. Use it instead of {@link updateLocked} whenever preparing a change queries anything: a
+ * transaction that waits for a second connection while others wait for its lock can exhaust the
+ * pool. Null when there is no such row.
+ */
+export async function updatePrepared<E extends ObjectLiteral & { version: number }>(
+  dataSource: DataSource,
+  entity: EntityTarget<E>,
+  id: string,
+  prepare: (current: E) => Promise<Partial<E>> | Partial<E>,
+): Promise<E | null> {
+  for (let attempt = 1; ; attempt += 1) {
+    const current = await dataSource.getRepository(entity).findOneBy({ id } as unknown as FindOptionsWhere<E>);
+    if (!current) return null;
+    const changes = await prepare(current);
+    const saved = await dataSource.transaction(async (manager) => {
+      const locked = await lockById(manager, entity, id);
+      if (!locked) return null;
+      if (locked.version !== current.version) return STALE;
+      return manager.save(entity, Object.assign(locked, changes));
+    });
+    if (saved !== STALE) return saved;
+    if (attempt === PREPARE_ATTEMPTS) throw new ConflictError('The resource kept changing while this request was applied; retry');
+  }
 }
