@@ -84,6 +84,7 @@ export class ExecutionProfilesService {
 
   /** Whether a name is free for a new profile; never an error, whatever is asked. */
   async nameAvailability(_caller: Caller, name: unknown): Promise<NameAvailabilityDto> {
+    if (Array.isArray(name)) return { result: false, reason: 'invalid', msg: 'Give one name' };
     if (typeof name !== 'string' || name.trim() === '') return { result: false, reason: 'invalid', msg: 'A name is required' };
     if (!ENTITY_NAME.test(name)) return { result: false, reason: 'invalid', msg: ENTITY_NAME_RULE.replace(/^name/, 'A name') };
     const existing = await this.profiles.findByName(name);
