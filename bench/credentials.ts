@@ -20,7 +20,7 @@ import type { HubConfig } from '../src/common/config/hub-config.js';
 import { DatabaseModule } from '../src/common/database/database.module.js';
 import { dataSourceOptions } from '../src/common/database/hub-database.js';
 import { startNode, stop } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, percentile, sql, writeResults } from './support.js';
+import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, sql, timeRepeated, writeResults, type Timings } from './support.js';
 
 const DATABASE = 'hub_bench_credentials';
 const CREDENTIALS = 10_000;
@@ -85,22 +85,14 @@ async function seed(url: string): Promise<Seeded> {
 }
 
 /** Resolutions through the hub's repository, as the service runs them: p50/p99 over 2,000. */
-async function repositoryResolution(url: string, seeded: Seeded): Promise<{ p50Ms: number; p99Ms: number; meanMs: number }> {
+async function repositoryResolution(url: string, seeded: Seeded): Promise<Timings> {
   const dataSource = await new DataSource(dataSourceOptions(url, DatabaseModule.entities(), 2)).initialize();
   try {
     const credentials = new CredentialsRepository(dataSource);
     const principals = [seeded.adminId, ...seeded.groupIds];
     const best = await credentials.best(seeded.resolveDomain, principals);
     if (best?.principalId !== seeded.groupIds[0]) throw new Error(`resolved ${best?.principalId}, not the best-ranked group credential`);
-    for (let i = 0; i < 200; i += 1) await credentials.best(seeded.resolveDomain, principals);
-    const times: number[] = [];
-    for (let i = 0; i < RESOLUTIONS; i += 1) {
-      const began = performance.now();
-      await credentials.best(seeded.resolveDomain, principals);
-      times.push(performance.now() - began);
-    }
-    times.sort((a, b) => a - b);
-    return { p50Ms: round(percentile(times, 0.5)), p99Ms: round(percentile(times, 0.99)), meanMs: round(times.reduce((a, b) => a + b, 0) / times.length) };
+    return await timeRepeated(() => credentials.best(seeded.resolveDomain, principals), RESOLUTIONS);
   } finally {
     await dataSource.destroy();
   }

@@ -15,7 +15,7 @@ import { GroupsRepository } from '../src/auth/groups.repository.js';
 import { DatabaseModule } from '../src/common/database/database.module.js';
 import { dataSourceOptions } from '../src/common/database/hub-database.js';
 import { startNode, stop } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, percentile, sql, writeResults, type Load } from './support.js';
+import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, sql, timeRepeated, writeResults, type Load } from './support.js';
 
 const DATABASE = 'hub_bench_identity';
 const USERS = 100_000;
@@ -78,21 +78,7 @@ async function groupResolution(url: string): Promise<{ reached: number; p50Ms: n
     const groups = new GroupsRepository(dataSource);
     const [{ id }]: { id: string }[] = await dataSource.query(`SELECT id FROM users WHERE user_name = 'nested'`);
     const reached = (await groups.effectiveGroupIds(id)).length;
-    for (let i = 0; i < 200; i += 1) await groups.effectiveGroupIds(id); // Warm-up.
-    const times: number[] = [];
-    for (let i = 0; i < RESOLUTIONS; i += 1) {
-      const began = performance.now();
-      await groups.effectiveGroupIds(id);
-      times.push(performance.now() - began);
-    }
-    times.sort((a, b) => a - b);
-    const round = (ms: number) => Math.round(ms * 1000) / 1000;
-    return {
-      reached,
-      p50Ms: round(percentile(times, 0.5)),
-      p99Ms: round(percentile(times, 0.99)),
-      meanMs: round(times.reduce((a, b) => a + b, 0) / times.length),
-    };
+    return { reached, ...(await timeRepeated(() => groups.effectiveGroupIds(id), RESOLUTIONS)) };
   } finally {
     await dataSource.destroy();
   }

@@ -62,6 +62,26 @@ export function percentile(sorted: readonly number[], fraction: number): number 
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))];
 }
 
+export interface Timings {
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly meanMs: number;
+}
+
+/** Runs `operation` `warmUp` times, then `count` times one after another, timing each. */
+export async function timeRepeated(operation: () => Promise<unknown>, count: number, warmUp = 200): Promise<Timings> {
+  for (let i = 0; i < warmUp; i += 1) await operation();
+  const times: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const began = performance.now();
+    await operation();
+    times.push(performance.now() - began);
+  }
+  times.sort((a, b) => a - b);
+  const round = (ms: number) => Math.round(ms * 1000) / 1000;
+  return { p50Ms: round(percentile(times, 0.5)), p99Ms: round(percentile(times, 0.99)), meanMs: round(times.reduce((a, b) => a + b, 0) / times.length) };
+}
+
 export function medianLoad(runs: readonly Load[]): Load {
   const middle = (pick: (run: Load) => number) => median(runs.map(pick));
   return {
