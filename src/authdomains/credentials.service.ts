@@ -168,8 +168,9 @@ export class CredentialsService {
   }
 
   /**
-   * A replace or a patch, under the domain's ranking lock. A credential stays in its domain; one
-   * changed by its own principal "as self" stays theirs, in a domain that allows personal credentials.
+   * A replace or a patch, prepared from the current state and committed under the domain's ranking
+   * lock. A credential stays in its domain; one changed by its own principal "as self" stays
+   * theirs, in a domain that allows personal credentials.
    */
   private async update(
     caller: Caller,
