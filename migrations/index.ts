@@ -5,6 +5,7 @@ import { Identity1795333874460 } from './1795333874460-Identity.js';
 import { AccessControl1795335943039 } from './1795335943039-AccessControl.js';
 import { AuthDomains1795340754133 } from './1795340754133-AuthDomains.js';
 import { ExecutionProfiles1795341123748 } from './1795341123748-ExecutionProfiles.js';
+import { Cluster1795342955296 } from './1795342955296-Cluster.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -14,4 +15,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   AccessControl1795335943039,
   AuthDomains1795340754133,
   ExecutionProfiles1795341123748,
+  Cluster1795342955296,
 ];

@@ -2,6 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AuthModule } from './auth/auth.module.js';
 import { AuthDomainsModule } from './authdomains/authdomains.module.js';
+import { ClusterModule } from './cluster/cluster.module.js';
 import { CommonModule } from './common/common.module.js';
 import { ExecutionProfilesModule } from './execution-profiles/execution-profiles.module.js';
 import type { HubConfig } from './common/config/hub-config.js';
@@ -22,6 +23,7 @@ export class AppModule {
         RbacModule,
         AuthDomainsModule,
         ExecutionProfilesModule,
+        ClusterModule,
         ObservabilityModule,
       ],
     };

@@ -87,6 +87,11 @@ export class ProfileBindingsService {
     return profile;
   }
 
+  /** Whether a profile is bound to a namespace (so that workloads there may run under it), for other areas. */
+  async isBound(executionProfileId: string, namespaceId: string): Promise<boolean> {
+    return (await this.bindings.findIn(namespaceId, executionProfileId)) !== null;
+  }
+
   /** The binding of a profile in a namespace. */
   async bindingIn(_caller: Caller, namespaceId: string, executionProfileId: string): Promise<Versioned<ProfileBindingDto>> {
     const binding = await this.bindings.findIn(namespaceId, executionProfileId);

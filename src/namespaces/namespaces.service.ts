@@ -30,10 +30,14 @@ export interface NamespaceRef {
   readonly name: string;
 }
 
-/** Where a resource of some area lives, and the user who owns it when it has one. */
+/**
+ * Where a resource of some area lives, the user who owns it when it has one, and the object a
+ * permission on it is checked on when that is not the route's (an execution is checked as its job).
+ */
 export interface ResourcePlacement {
   readonly namespace: NamespaceRef;
   readonly ownerId?: string;
+  readonly object?: string;
 }
 
 /**

@@ -38,7 +38,7 @@ function selfOf(access: RoutePermission, request: FastifyRequest, ownerId: strin
     const id = stringAt(request.body, self.body);
     return id === undefined ? undefined : canonical(id);
   }
-  return ownerId;
+  return 'owner' in self ? ownerId : undefined;
 }
 
 /**
@@ -75,8 +75,9 @@ export class AccessGuard implements CanActivate {
     }
     const params = request.params as Record<string, string>;
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
-    const object = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
-    const { namespace, ownerId, where } = await this.placementOf(access.namespace, request);
+    const placement = await this.placementOf(access.namespace, request);
+    const { namespace, ownerId, where } = placement;
+    const object = placement.object ?? access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
     const allowed = permissions.decide({ object, action: access.action, namespaceId: namespace.id }) === 'Allow';
     const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
@@ -99,7 +100,12 @@ export class AccessGuard implements CanActivate {
   private authorizeList(request: FastifyRequest, caller: Caller, permissions: PrincipalPermissions, access: RoutePermission): void {
     const scope = permissions.scope(access.object, access.action);
     const where = scope ? permissions.describeScope(scope) : '*';
-    this.record(caller, access.object, access.action, where, scope ? 'Allow' : 'Deny', 'Request');
+    const ownedOnly = !scope && typeof access.self === 'object' && 'owned' in access.self;
+    this.record(caller, access.object, access.action, ownedOnly ? 'own items' : where, scope || ownedOnly ? 'Allow' : 'Deny', 'Request');
+    if (ownedOnly) {
+      request.access = { asSelf: true, scope: { all: false, only: [] } };
+      return;
+    }
     if (!scope) throw notAllowed(access.action, access.object, 'anywhere');
     this.record(caller, access.object, access.action, where, 'Allow', 'Filter');
     request.access = { asSelf: false, scope };
@@ -118,7 +124,7 @@ export class AccessGuard implements CanActivate {
   private async placementOf(
     source: NamespaceSource | undefined,
     request: FastifyRequest,
-  ): Promise<{ namespace: DecisionNamespace; ownerId?: string; where?: string }> {
+  ): Promise<{ namespace: DecisionNamespace; ownerId?: string; object?: string; where?: string }> {
     if (source && 'resource' in source) {
       const id = canonical(('param' in source ? (request.params as Record<string, string>)[source.param] : stringAt(request.body, source.body)) ?? '');
       const placement = isUuid(id) ? await this.namespaces.locate(source.resource, id) : null;

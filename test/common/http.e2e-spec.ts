@@ -237,7 +237,13 @@ describe('HTTP machinery', () => {
           .filter((route) => route.options && kind in route.options.access && !('object' in route.options.access))
           .map((route) => `${route.options?.method} ${route.path}`)
           .sort();
-      expect(byKind('public')).toEqual(['GET /health/live', 'GET /health/ready', 'POST /api/v2/auth/accounts', 'POST /api/v2/auth/login']);
+      expect(byKind('public')).toEqual([
+        'GET /api/v2/cluster/version',
+        'GET /health/live',
+        'GET /health/ready',
+        'POST /api/v2/auth/accounts',
+        'POST /api/v2/auth/login',
+      ]);
       expect(byKind('self')).toEqual([
         'GET /api/v2/auth/claims',
         'GET /api/v2/auth/me',
@@ -303,7 +309,7 @@ describe('HTTP machinery', () => {
     it('declares the bearer scheme, and credentials and a permission on every non-public route', () => {
       expect(document.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: expect.any(String) });
       expect(document.components.securitySchemes.basicAuth).toMatchObject({ type: 'http', scheme: 'basic' });
-      const publicRoutes = ['/api/v2/auth/login', '/api/v2/auth/accounts', '/health/live', '/health/ready'];
+      const publicRoutes = ['/api/v2/auth/login', '/api/v2/auth/accounts', '/api/v2/cluster/version', '/health/live', '/health/ready'];
       for (const { path, operation } of operations()) {
         if (publicRoutes.includes(path)) {
           expect(operation.security).toBeUndefined();

@@ -36,6 +36,9 @@ interface Fixtures {
   readonly standardProfile: string;
   readonly binding: string;
   readonly doomedBinding: string;
+  readonly node: string;
+  readonly job: string;
+  readonly execution: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -80,6 +83,8 @@ interface RouteCase {
   readonly payload?: (f: Fixtures) => unknown;
   /** The status an authorised caller gets. */
   readonly allowed: number;
+  /** The object the permission is checked on when it is not the route's, filled in (an execution is checked as its job). */
+  readonly checks?: (f: Fixtures) => string;
   /** Fixture names a denial may show to a caller who may read the resource (its namespace). */
   readonly reveals?: readonly string[];
   /** Permissions the operation itself checks beyond the route's (granting a role needs Use on it). */
@@ -574,6 +579,107 @@ const ROUTES: readonly RouteCase[] = [
     params: (f) => ({ namespaceId: f.namespace, executionProfileId: f.executionProfile }),
     allowed: 200,
   },
+  // Cluster
+  { method: 'GET', path: '/api/v2/cluster/version', access: { public: true }, allowed: 200 },
+  { method: 'GET', path: '/api/v2/cluster/nodes', access: { object: '/ClusterNodes', action: 'Read' }, allowed: 200 },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/nodes/:nodeId',
+    access: { object: '/ClusterNodes/{nodeId}', action: 'Read' },
+    resource: 'node',
+    params: (f) => ({ nodeId: f.node }),
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/cluster/nodes/:nodeId/drain',
+    access: { object: '/ClusterNodes/{nodeId}', action: 'Update' },
+    resource: 'node',
+    params: (f) => ({ nodeId: f.node }),
+    payload: () => ({ enable: false }),
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/cluster/node-labels', access: { object: '/ClusterNodes', action: 'Read' }, allowed: 200 },
+  { method: 'GET', path: '/api/v2/cluster/operating-systems', access: { object: '/ClusterNodes', action: 'Read' }, allowed: 200 },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/jobs',
+    access: { object: '/ClusterJobs', action: 'Read', namespaced: true, self: { owned: true } },
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/cluster/jobs',
+    access: { object: '/ClusterJobs', action: 'Create', namespace: { body: 'namespace' } },
+    payload: (f) => ({ name: 'rbac-created-job', namespace: 'default', executionProfileId: f.standardProfile, task: { command: 'true' } }),
+    alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.standardProfile}`, actions: ['Use'] }],
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/jobs/:jobId',
+    access: { object: '/ClusterJobs/{jobId}', action: 'Read', namespace: { resource: 'clusterJob', param: 'jobId' }, self: { owner: true } },
+    resource: 'rbac-fixture-job',
+    params: (f) => ({ jobId: f.job }),
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/cluster/jobs/:jobId/stop',
+    access: { object: '/ClusterJobs/{jobId}', action: 'Update', namespace: { resource: 'clusterJob', param: 'jobId' }, self: { owner: true } },
+    resource: 'rbac-fixture-job',
+    params: (f) => ({ jobId: f.job }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/executions',
+    access: { object: '/ClusterJobs', action: 'Read', namespaced: true, self: { owned: true } },
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/executions/:jobExecutionId',
+    access: {
+      object: '/ClusterJobs/{jobExecutionId}',
+      action: 'Read',
+      namespace: { resource: 'jobExecution', param: 'jobExecutionId' },
+      self: { owner: true },
+    },
+    resource: 'rbac-fixture-job',
+    params: (f) => ({ jobExecutionId: f.execution }),
+    checks: (f) => `/ClusterJobs/${f.job}`,
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/executions/:jobExecutionId/tasks/:taskName/logs/:logname',
+    access: {
+      object: '/ClusterJobs/{jobExecutionId}',
+      action: 'Read',
+      namespace: { resource: 'jobExecution', param: 'jobExecutionId' },
+      self: { owner: true },
+    },
+    resource: 'rbac-fixture-job',
+    params: (f) => ({ jobExecutionId: f.execution, taskName: 'main', logname: 'stdout' }),
+    checks: (f) => `/ClusterJobs/${f.job}`,
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/cluster/executions/:jobExecutionId/files',
+    access: {
+      object: '/ClusterJobs/{jobExecutionId}',
+      action: 'Read',
+      namespace: { resource: 'jobExecution', param: 'jobExecutionId' },
+      self: { owner: true },
+    },
+    resource: 'rbac-fixture-job',
+    params: (f) => ({ jobExecutionId: f.execution }),
+    query: () => 'path=',
+    checks: (f) => `/ClusterJobs/${f.job}`,
+    allowed: 200,
+  },
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -589,6 +695,8 @@ const SELF_ROUTES = ROUTES.filter((route) => 'self' in route.access && route.acc
 const PUBLIC_ROUTES = ROUTES.filter((route) => 'public' in route.access);
 /** A route on one resource: its object names a path parameter. */
 const isSingleResource = (route: PermissionRoute) => route.access.object.includes('{');
+/** A list anyone may call for the items they own, narrowed to them without the permission. */
+const listsOwnItems = (route: PermissionRoute) => typeof route.access.self === 'object' && 'owned' in route.access.self;
 
 function joinPath(...parts: string[]): string {
   return `/${parts
@@ -668,6 +776,7 @@ describe('route access control', () => {
   const call = (route: RouteCase, headers: Record<string, string> = {}) => hub.inject({ ...requestOf(route), headers });
   /** The object a route's permission is checked on, its parameters filled in. */
   const objectOf = (route: PermissionRoute) => {
+    if (route.checks) return route.checks(fixtures);
     const params = route.params?.(fixtures) ?? {};
     return route.access.object.replace(/\{(\w+)\}/g, (_match, name: string) => params[name]);
   };
@@ -699,8 +808,23 @@ describe('route access control', () => {
         `/api/v2/authdomains/credentials?filter[authDomain][EQ]=${fixtures.authDomain}&page[limit]=1000`,
         '/api/v2/execution-profiles/execprofiles?page[limit]=1000',
         '/api/v2/execution-profiles/bindings?page[limit]=1000',
+        '/api/v2/cluster/nodes',
+        '/api/v2/cluster/jobs?page[limit]=1000',
       ].map((url) => asAdmin('GET', url)),
     );
+
+  /** The hub's own node, and a finished job of the administrator's with its execution. */
+  const clusterFixtures = async (standardProfile: string) => {
+    const nodes = await asAdmin('GET', '/api/v2/cluster/nodes');
+    const job = await asAdmin('POST', '/api/v2/cluster/jobs', {
+      name: 'rbac-fixture-job',
+      namespace: 'default',
+      executionProfileId: standardProfile,
+      task: { command: 'true' },
+    });
+    const executions = await asAdmin('GET', `/api/v2/cluster/executions?filter[jobId][EQ]=${job.id}`);
+    return { node: (nodes.data as { id: string }[])[0].id, job: job.id, execution: (executions.data as { id: string }[])[0].id };
+  };
 
   beforeAll(async () => {
     hub = await startTestHub();
@@ -755,6 +879,7 @@ describe('route access control', () => {
       standardProfile: (profiles.data as { _id: string }[])[0]._id,
       binding: await bindProfile(namespace, true),
       doomedBinding: await bindProfile(spareNamespace, false),
+      ...(await clusterFixtures((profiles.data as { _id: string }[])[0]._id)),
     };
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
@@ -833,7 +958,7 @@ describe('route access control', () => {
   });
 
   describe('as a user without bindings', () => {
-    it.each(PERMISSION_ROUTES.filter((route) => !isSingleResource(route)).map((route) => [keyOf(route), route] as const))(
+    it.each(PERMISSION_ROUTES.filter((route) => !isSingleResource(route) && !listsOwnItems(route)).map((route) => [keyOf(route), route] as const))(
       '%s is 403, naming the action and the object',
       async (_key, route) => {
         const response = await call(route, bearer(nobody.token));
@@ -847,10 +972,18 @@ describe('route access control', () => {
         expectDenial(route, await call(route, bearer(nobody.token)), 404, 'not found');
       },
     );
+
+    it.each(PERMISSION_ROUTES.filter(listsOwnItems).map((route) => [keyOf(route), route] as const))(
+      '%s lists only what the user owns: nothing',
+      async (_key, route) => {
+        const response = await call(route, bearer(nobody.token));
+        expect([keyOf(route), response.statusCode, response.json()]).toEqual([keyOf(route), 200, { total: 0, data: [] }]);
+      },
+    );
   });
 
   describe('as a user with every action on the object but the one the route needs', () => {
-    it.each(PERMISSION_ROUTES.map((route) => [keyOf(route), route] as const))('%s is denied', async (_key, route) => {
+    it.each(PERMISSION_ROUTES.filter((route) => !listsOwnItems(route)).map((route) => [keyOf(route), route] as const))('%s is denied', async (_key, route) => {
       const caller = otherActionCallers.get(keyOf(route)) as Caller;
       const response = await call(route, bearer(caller.token));
       if (isSingleResource(route) && route.access.action === 'Read') expectDenial(route, response, 404, 'not found');

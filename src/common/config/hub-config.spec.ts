@@ -39,6 +39,9 @@ const DEFAULTS: HubConfig = {
   auditRetentionDays: 30,
   clusterDriver: 'local',
   sharedDir: '/srv/hub/.data/work',
+  localNodeLabels: [],
+  localSlots: undefined,
+  jobRetentionDays: 7,
   logLevel: 'info',
 };
 
@@ -60,6 +63,9 @@ const ALL_SETTINGS = [
   'HUB_AUDIT_RETENTION_DAYS',
   'HUB_CLUSTER_DRIVER',
   'HUB_SHARED_DIR',
+  'HUB_LOCAL_NODE_LABELS',
+  'HUB_LOCAL_SLOTS',
+  'HUB_JOB_RETENTION_DAYS',
   'HUB_LOG_LEVEL',
 ];
 
@@ -121,6 +127,10 @@ describe('loadHubConfig', () => {
         HUB_CLUSTER_DRIVER: 'slurm',
         HUB_SHARED_DIR: '/shared/hub',
         HUB_LOG_LEVEL: 'debug',
+        HUB_CREDENTIALS_KEY: 'ab'.repeat(32),
+        HUB_LOCAL_NODE_LABELS: 'gpu',
+        HUB_LOCAL_SLOTS: '4',
+        HUB_JOB_RETENTION_DAYS: '14',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -139,6 +149,10 @@ describe('loadHubConfig', () => {
         auditRetentionDays: 90,
         clusterDriver: 'slurm',
         sharedDir: '/shared/hub',
+        credentialsKey: Buffer.alloc(32, 0xab),
+        localNodeLabels: ['gpu'],
+        localSlots: 4,
+        jobRetentionDays: 14,
         logLevel: 'debug',
       });
     });
@@ -172,6 +186,23 @@ describe('loadHubConfig', () => {
       const message = configurationErrorFor({ HUB_CREDENTIALS_KEY: text });
       expect(message).toContain('HUB_CREDENTIALS_KEY must be a 256-bit key');
       expect(message).not.toContain(text);
+    });
+
+    it('reads the local node labels, its slots and the job retention', () => {
+      expect(loadHubConfig({ HUB_LOCAL_NODE_LABELS: 'gpu,fast-disk', HUB_LOCAL_SLOTS: '3', HUB_JOB_RETENTION_DAYS: '2' }, CWD)).toMatchObject({
+        localNodeLabels: ['gpu', 'fast-disk'],
+        localSlots: 3,
+        jobRetentionDays: 2,
+      });
+    });
+
+    it.each([
+      ['HUB_LOCAL_NODE_LABELS', 'gpu,,x'],
+      ['HUB_LOCAL_NODE_LABELS', 'a b'],
+      ['HUB_LOCAL_SLOTS', '0'],
+      ['HUB_JOB_RETENTION_DAYS', '0'],
+    ])('refuses %s=%s', (name, value) => {
+      expect(configurationErrorFor({ [name]: value })).toContain(name);
     });
 
     it('reads an absolute HUB_SHARED_DIR as given', () => {

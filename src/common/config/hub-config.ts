@@ -39,6 +39,12 @@ export abstract class HubConfig {
   abstract readonly auditRetentionDays: number;
   abstract readonly clusterDriver: ClusterDriverName;
   abstract readonly sharedDir: string;
+  /** Labels of the local driver's node. */
+  abstract readonly localNodeLabels: readonly string[];
+  /** How many CPUs' worth of executions the local driver runs at once; absent: the host's CPUs. */
+  abstract readonly localSlots?: number;
+  /** Days a finished job, its executions, logs and files are kept. */
+  abstract readonly jobRetentionDays: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -193,6 +199,24 @@ class HubEnvironment {
   HUB_SHARED_DIR?: string = undefined;
 
   @IsOptional()
+  @Matches(/^[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64})*$/, { message: '$property must be comma-separated labels of 1-64 letters, digits, "_", "." or "-"' })
+  HUB_LOCAL_NODE_LABELS?: string = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(4096)
+  HUB_LOCAL_SLOTS?: number = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HUB_JOB_RETENTION_DAYS = 7;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -240,6 +264,9 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,
     sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(dataDir, 'work'),
+    localNodeLabels: settings.HUB_LOCAL_NODE_LABELS?.split(',') ?? [],
+    localSlots: settings.HUB_LOCAL_SLOTS,
+    jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }

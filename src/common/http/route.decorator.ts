@@ -50,10 +50,11 @@ export interface RoutePermission {
   readonly namespaced?: true;
   /**
    * Who may act without the permission, as themself (the service then limits what they may do):
-   * the user a path parameter or a body property names, or (`{owner: true}`) the user who owns the
-   * resource the namespace source looked up.
+   * the user a path parameter or a body property names; (`{owner: true}`) the user who owns the
+   * resource the namespace source looked up; or, on a `namespaced` list, (`{owned: true}`) anyone,
+   * for the items they own.
    */
-  readonly self?: string | { readonly body: string } | { readonly owner: true };
+  readonly self?: string | { readonly body: string } | { readonly owner: true } | { readonly owned: true };
 }
 
 /**

@@ -120,8 +120,21 @@ function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query:
   return qb.connection.query<T[]>(sql, parameters);
 }
 
+/** The condition of a namespace scope on `column` and its parameters; none when the scope is everything. */
+function scopeCondition(column: string, scope: NamespaceScope): { sql: string; parameters: Record<string, unknown> } | undefined {
+  if (scope.all)
+    return scope.except.length > 0 ? { sql: `(${column} IS NULL OR ${column} <> ALL(:scopeExcept))`, parameters: { scopeExcept: scope.except } } : undefined;
+  return { sql: `${column} = ANY(:scopeOnly)`, parameters: { scopeOnly: scope.only } };
+}
+
 /** Narrows a list to a namespace scope; `column` holds a namespace id, null meaning every namespace (`*`). */
 export function whereInScope<Q extends WhereExpressionBuilder>(qb: Q, column: string, scope: NamespaceScope): Q {
-  if (scope.all) return scope.except.length > 0 ? qb.andWhere(`(${column} IS NULL OR ${column} <> ALL(:scopeExcept))`, { scopeExcept: scope.except }) : qb;
-  return qb.andWhere(`${column} = ANY(:scopeOnly)`, { scopeOnly: scope.only });
+  const condition = scopeCondition(column, scope);
+  return condition ? qb.andWhere(condition.sql, condition.parameters) : qb;
+}
+
+/** Narrows a list to a namespace scope, but for the items a user owns, which they always see. */
+export function whereInScopeOrOwned<Q extends WhereExpressionBuilder>(qb: Q, column: string, scope: NamespaceScope, ownerColumn: string, ownerId: string): Q {
+  const condition = scopeCondition(column, scope);
+  return condition ? qb.andWhere(`(${condition.sql} OR ${ownerColumn} = :scopeOwner)`, { ...condition.parameters, scopeOwner: ownerId }) : qb;
 }

@@ -1,0 +1,246 @@
+import { join } from 'node:path';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import type { Logger } from 'pino';
+import { HubConfig } from '../common/config/hub-config.js';
+import { HubLogger } from '../common/logging/hub-logger.js';
+import { describeConstraint, unmetConstraint, type NodeFacts } from '../execution-profiles/node-constraints.js';
+import { ClusterRepository, taskEvent, type PendingExecution } from './cluster.repository.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Outcome } from './drivers/cluster-driver.js';
+import { LocalDriver } from './drivers/local-driver.js';
+import type { ClusterJob } from './entities/cluster-job.entity.js';
+import type { ClusterNode } from './entities/cluster-node.entity.js';
+import type { JobExecution, TaskEvent } from './entities/job-execution.entity.js';
+
+const TICK_MS = 1000;
+const NODE_SYNC_EVERY = 10;
+const PLACE_BATCH = 100;
+const PRUNE_INTERVAL_MS = 3600 * 1000;
+const PRUNE_BATCH = 500;
+/** What the hub passes to every execution from its own environment; nothing else of it (its settings, secrets) leaks to jobs. */
+const INHERITED_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'TZ'];
+
+function factsOf(node: ClusterNode): NodeFacts {
+  return { name: node.name, os: node.os, labels: node.labels, attributes: node.attributes };
+}
+
+/** Adds an event to a task unless the last one says the same (a placement that keeps failing is one event, not one per tick). */
+function noted(events: TaskEvent[], event: TaskEvent): boolean {
+  const last = events.at(-1);
+  if (last?.type === event.type && last.message === event.message) return false;
+  events.push(event);
+  return true;
+}
+
+/**
+ * Places pending executions on nodes and follows them to their end, in the background of every
+ * hub: each tick it places what waits (best priority first) on a node of its driver that meets
+ * the job's constraints and has a free CPU, and asks the driver how running executions stand.
+ * A claim in the database keeps two hubs from starting the same execution. At start it gives back
+ * claims it never started and settles executions that ended (or were lost) while it was down.
+ */
+@Injectable()
+export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
+  private ownNodeIds: string[] = [];
+  private ticks = 0;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly cluster: ClusterRepository,
+    @Inject(CLUSTER_DRIVER) private readonly driver: ClusterDriver,
+    private readonly config: HubConfig,
+    logger: HubLogger,
+  ) {
+    this.logger = logger.for('cluster');
+    driver.onChange(() => this.wake());
+  }
+
+  /** Where an execution's working directory and logs go. */
+  executionDir(executionId: string): string {
+    return join(this.config.sharedDir, 'executions', executionId);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.syncNodes();
+    await this.cluster.releaseClaims(this.ownNodeIds);
+    await this.follow();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+  }
+
+  /** Runs a tick soon, or once more after the one under way. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.tick().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  @Interval('cluster-tick', TICK_MS)
+  tickOnSchedule(): void {
+    this.wake();
+  }
+
+  /** Kills what a job runs and ends its executions (failed, with an event), which makes it dead. */
+  async stopJob(job: ClusterJob, reason: string): Promise<void> {
+    for (const execution of await this.cluster.unfinishedOf(job.id)) {
+      let stopped = false;
+      await this.cluster.updateExecution(execution.id, (current) => {
+        if (current.status !== 'pending' && current.status !== 'running') return false;
+        stopped = current.status === 'running' && current.driverRef !== null;
+        this.end(current, 'failed', null, taskEvent('Killed', reason));
+        return true;
+      });
+      if (stopped && execution.driverRef)
+        await this.driver.stop({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir });
+    }
+  }
+
+  @Interval('cluster-prune', PRUNE_INTERVAL_MS)
+  async prune(): Promise<void> {
+    const before = new Date(Date.now() - this.config.jobRetentionDays * 24 * 3600 * 1000);
+    const dead = await this.cluster.deadBefore(before, PRUNE_BATCH);
+    if (dead.length === 0) return;
+    for (const job of dead) for (const dir of job.workDirs) await LocalDriver.remove(dir);
+    await this.cluster.deleteJobs(dead.map((job) => job.id));
+    this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      if (++this.ticks % NODE_SYNC_EVERY === 0) await this.syncNodes();
+      await this.place();
+      await this.follow();
+    } catch (error) {
+      this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next tick');
+    }
+  }
+
+  private async syncNodes(): Promise<void> {
+    const reported = await this.driver.nodes();
+    await this.cluster.syncNodes(reported);
+    const names = new Set(reported.map((node) => node.name));
+    this.ownNodeIds = (await this.cluster.nodesNamed([...names])).map((node) => node.id);
+  }
+
+  /** Starts what waits, where it fits. */
+  private async place(): Promise<void> {
+    const pending = await this.cluster.pending(PLACE_BATCH);
+    if (pending.length === 0) return;
+    const nodes = (await this.cluster.schedulableNodes()).filter((node) => this.ownNodeIds.includes(node.id));
+    const used = await this.cluster.usedCpu();
+    for (const execution of pending) {
+      const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.task.constraints));
+      if (fitting.length === 0) {
+        await this.note(execution, this.placementFailure(execution, nodes));
+        continue;
+      }
+      const node = fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
+      if (!node) {
+        await this.note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
+        continue;
+      }
+      if (!(await this.cluster.claim(execution.id, node.id))) continue;
+      used.set(node.id, (used.get(node.id) ?? 0) + execution.reservedCpu);
+      await this.start(execution, node);
+    }
+  }
+
+  private placementFailure(execution: PendingExecution, nodes: readonly ClusterNode[]): TaskEvent {
+    if (nodes.length === 0) return taskEvent('PlacementFailed', 'No node takes work now (all are down, draining or not workers)');
+    const unmet = nodes.map((node) => `${node.name}: ${describeConstraint(unmetConstraint(factsOf(node), execution.task.constraints) as never)}`);
+    return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
+  }
+
+  private async note(execution: PendingExecution, event: TaskEvent): Promise<void> {
+    if (!noted([...execution.events], event)) return;
+    await this.cluster.updateExecution(execution.id, (current) => current.status === 'pending' && noted(current.taskState.events, event));
+  }
+
+  private async start(execution: PendingExecution, node: ClusterNode): Promise<void> {
+    const { task } = execution;
+    const inherited = Object.fromEntries(
+      INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
+    );
+    const env = {
+      ...inherited,
+      ...task.environment,
+      ...Object.fromEntries(task.envVars.map(({ name, value }) => [name, value])),
+      HUB_JOB_ID: execution.jobId,
+      HUB_EXECUTION_ID: execution.id,
+      HUB_TASK_NAME: task.name,
+    };
+    try {
+      const driverRef = await this.driver.start({
+        executionId: execution.id,
+        nodeName: node.name,
+        command: task.command,
+        args: task.args,
+        env,
+        executionDir: execution.workDir,
+        cpu: execution.reservedCpu,
+        memory: execution.reservedMemory,
+      });
+      await this.cluster.updateExecution(execution.id, (current) => {
+        if (current.status !== 'pending') return false;
+        current.status = 'running';
+        current.driverRef = driverRef;
+        current.taskState.status = 'running';
+        current.taskState.startedAt = new Date().toISOString();
+        current.taskState.events.push(taskEvent('Started', `Started on ${node.name}`, { node: node.name }));
+        return true;
+      });
+    } catch (error) {
+      await this.cluster.updateExecution(execution.id, (current) => {
+        this.end(current, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`));
+        return true;
+      });
+    }
+  }
+
+  /** Asks the driver how this hub's running executions stand, and records those that ended. */
+  private async follow(): Promise<void> {
+    const running = await this.cluster.running(this.ownNodeIds);
+    if (running.length === 0) return;
+    const outcomes = await this.driver.outcomes(
+      running.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir })),
+    );
+    for (const execution of running) {
+      const outcome = outcomes.get(execution.id);
+      if (!outcome || outcome.state === 'running') continue;
+      await this.cluster.updateExecution(execution.id, (current) => {
+        if (current.status !== 'running') return false;
+        this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
+        return true;
+      });
+    }
+  }
+
+  private eventOf(outcome: Exclude<Outcome, { state: 'running' }>): TaskEvent {
+    if (outcome.state === 'lost') return taskEvent('Lost', outcome.message);
+    return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
+  }
+
+  private end(execution: JobExecution, status: 'completed' | 'failed' | 'lost', exitCode: number | null, event: TaskEvent): void {
+    execution.status = status;
+    execution.exitCode = exitCode;
+    execution.taskState.status = 'dead';
+    execution.taskState.failed = status !== 'completed';
+    execution.taskState.finishedAt = new Date().toISOString();
+    execution.taskState.events.push(event);
+  }
+}

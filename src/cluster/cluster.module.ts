@@ -1,0 +1,55 @@
+import { Module, type Provider } from '@nestjs/common';
+import { availableParallelism } from 'node:os';
+import { HubConfig } from '../common/config/hub-config.js';
+import { DatabaseModule } from '../common/database/database.module.js';
+import { StartupError } from '../common/errors/startup-error.js';
+import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
+import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
+import { NamespacesModule } from '../namespaces/namespaces.module.js';
+import { NamespacesService } from '../namespaces/namespaces.service.js';
+import { RbacModule } from '../rbac/rbac.module.js';
+import { ClusterScheduler } from './cluster-scheduler.js';
+import { ClusterController } from './cluster.controller.js';
+import { ClusterRepository } from './cluster.repository.js';
+import { ClusterService } from './cluster.service.js';
+import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
+import { LocalDriver } from './drivers/local-driver.js';
+import { ClusterJob } from './entities/cluster-job.entity.js';
+import { ClusterNode } from './entities/cluster-node.entity.js';
+import { JobExecution } from './entities/job-execution.entity.js';
+
+const DRIVER: Provider = {
+  provide: CLUSTER_DRIVER,
+  inject: [HubConfig],
+  useFactory: (config: HubConfig): ClusterDriver => {
+    if (config.clusterDriver === 'slurm') throw new StartupError('HUB_CLUSTER_DRIVER=slurm: the Slurm driver is not in this release yet; use local');
+    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism() });
+  },
+};
+
+/**
+ * The cluster (api-map §9): nodes, jobs and their executions, run by the configured driver. Jobs
+ * live in namespaces and run under execution profiles, neither of which can be deleted while
+ * jobs refer to them.
+ */
+@Module({
+  imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), NamespacesModule, RbacModule, ExecutionProfilesModule],
+  controllers: [ClusterController],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, DRIVER],
+  exports: [ClusterService],
+})
+export class ClusterModule {
+  constructor(namespaces: NamespacesService, profiles: ExecutionProfilesService, cluster: ClusterRepository) {
+    namespaces.registerUsageCheck({ holds: 'jobs', count: (namespaceId, manager) => cluster.countJobsIn(namespaceId, manager) });
+    profiles.registerUsageCheck({ holds: 'jobs', count: (profileId, manager) => cluster.countJobsUsing(profileId, manager) });
+    namespaces.registerResourceLocator('clusterJob', async (id) => {
+      const job = await cluster.jobLocation(id);
+      return job && { namespace: { id: job.namespaceId, name: job.namespaceName }, ownerId: job.ownerId ?? undefined };
+    });
+    namespaces.registerResourceLocator('jobExecution', async (id) => {
+      const jobId = await cluster.executionJobId(id);
+      const job = jobId && (await cluster.jobLocation(jobId));
+      return job ? { namespace: { id: job.namespaceId, name: job.namespaceName }, ownerId: job.ownerId ?? undefined, object: `/ClusterJobs/${jobId}` } : null;
+    });
+  }
+}

@@ -1,0 +1,237 @@
+import { lstat, readdir, realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
+import { Injectable } from '@nestjs/common';
+import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import type { Caller } from '../common/http/caller.js';
+import { message, type MessageDto } from '../common/http/message.dto.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { HUB_VERSION } from '../common/hub-version.js';
+import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
+import { ProfileBindingsService } from '../execution-profiles/profile-bindings.service.js';
+import { NamespacesService } from '../namespaces/namespaces.service.js';
+import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
+import { AccessService } from '../rbac/access.service.js';
+import { parseByteWindow, readWindow } from './byte-window.js';
+import { ClusterRepository } from './cluster.repository.js';
+import { ClusterScheduler } from './cluster-scheduler.js';
+import { LOG_NAMES } from './drivers/cluster-driver.js';
+import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
+import type {
+  ClusterList,
+  ExecutionDto,
+  ExecutionListItemDto,
+  JobDto,
+  JobListItemDto,
+  NodeDto,
+  NodeListItemDto,
+  SubmitJobDto,
+  VersionDto,
+} from './dto/cluster.dto.js';
+import type { ClusterJob } from './entities/cluster-job.entity.js';
+
+const DEFAULT_PRIORITY = 50;
+
+function nodeNotFound(id: string): NotFoundError {
+  return new NotFoundError(`Cluster node ${id} not found`);
+}
+
+function jobNotFound(id: string): NotFoundError {
+  return new NotFoundError(`Job ${id} not found`);
+}
+
+function executionNotFound(id: string): NotFoundError {
+  return new NotFoundError(`Job execution ${id} not found`);
+}
+
+/**
+ * The cluster as the API shows it (api-map §9), and the service other areas submit workloads to:
+ * nodes, jobs, executions, their logs and files. Placing and watching executions is the
+ * scheduler's; reaching the cluster is the configured driver's.
+ */
+@Injectable()
+export class ClusterService {
+  constructor(
+    private readonly cluster: ClusterRepository,
+    private readonly scheduler: ClusterScheduler,
+    private readonly namespaces: NamespacesService,
+    private readonly profiles: ExecutionProfilesService,
+    private readonly bindings: ProfileBindingsService,
+    private readonly access: AccessService,
+  ) {}
+
+  version(): VersionDto {
+    return { version: HUB_VERSION };
+  }
+
+  // Nodes
+
+  async queryNodes(_caller: Caller, query: ListQuery): Promise<ClusterList<NodeListItemDto>> {
+    const page = await this.cluster.listNodes(query);
+    return { total: page.totalCount, data: page.items.map(toNodeListItem) };
+  }
+
+  async getNode(_caller: Caller, id: string): Promise<NodeDto> {
+    const node = await this.cluster.findNode(id);
+    if (!node) throw nodeNotFound(id);
+    return toNodeResponse(node);
+  }
+
+  /** A draining node takes no new work; what runs there goes on. */
+  async drainNode(_caller: Caller, id: string, enable: boolean): Promise<NodeDto> {
+    const node = await this.cluster.setDraining(id, enable);
+    if (!node) throw nodeNotFound(id);
+    if (!enable) this.scheduler.wake();
+    return toNodeResponse(node);
+  }
+
+  nodeLabels(_caller: Caller): Promise<string[]> {
+    return this.cluster.distinctLabels();
+  }
+
+  operatingSystems(_caller: Caller): Promise<string[]> {
+    return this.cluster.distinctOperatingSystems();
+  }
+
+  // Jobs
+
+  /** Jobs in `scope`, and the caller's own wherever they are. */
+  async queryJobs(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ClusterList<JobListItemDto>> {
+    const page = await this.cluster.listJobs(query, scope, caller.userId);
+    const summaries = await this.cluster.summaries(page.items.map((job) => job.id));
+    return { total: page.totalCount, data: page.items.map((job) => toJobListItem(job, summaries.get(job.id))) };
+  }
+
+  async getJob(_caller: Caller, id: string): Promise<JobDto> {
+    const job = await this.cluster.findJob(id);
+    if (!job) throw jobNotFound(id);
+    return toJobResponse(job);
+  }
+
+  /**
+   * Submits a batch job in a namespace under an execution profile bound there, which the caller
+   * must be allowed to Use there. Its one execution waits (pending) for a node that meets the
+   * profile's constraints and has room.
+   */
+  async submit(caller: Caller, input: SubmitJobDto): Promise<JobDto> {
+    const profileId = input.executionProfileId.toLowerCase();
+    const namespace = await this.namespaces.find({ name: input.namespace });
+    // The permission first, so that a refusal tells nothing of which profiles exist.
+    await this.access.require(caller, `/ExecutionProfiles/${profileId}`, 'Use', namespace ?? { id: NO_SUCH_NAMESPACE, name: input.namespace });
+    const profile = await this.profiles.find(profileId);
+    const errors: FieldError[] = [];
+    if (!namespace) errors.push({ path: '/namespace', message: `No namespace is named '${input.namespace}'` });
+    if (!profile) errors.push({ path: '/executionProfileId', message: `No execution profile has the id ${input.executionProfileId}` });
+    else if (namespace && !(await this.bindings.isBound(profileId, namespace.id)))
+      errors.push({ path: '/executionProfileId', message: `Execution profile '${profile.name}' is not bound to namespace '${namespace.name}'` });
+    if (!namespace || !profile || errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
+    const job = await this.cluster.insertJob(
+      {
+        name: input.name,
+        type: 'batch',
+        priority: input.priority ?? DEFAULT_PRIORITY,
+        namespaceId: namespace.id,
+        executionProfileId: profile._id,
+        ownerId: caller.userId,
+        task: {
+          name: 'main',
+          command: input.task.command,
+          args: input.task.args ?? [],
+          envVars: (input.task.envVars ?? []).map(({ name, value }) => ({ name, value })),
+          environment: profile.environment,
+          constraints: profile.constraints,
+        },
+        properties: {
+          namespace: namespace.name,
+          executionProfileId: profile._id,
+          executionProfile: profile.name,
+          owner: caller.userName,
+          ownerId: caller.userId,
+        },
+      },
+      { reservedCpu: 1, reservedMemory: 0, workDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+    );
+    this.scheduler.wake();
+    return toJobResponse(job);
+  }
+
+  /** Stops a job: its pending executions never start, its running ones are killed; it is then dead. */
+  async stop(caller: Caller, id: string): Promise<JobDto> {
+    const job = await this.cluster.findJob(id);
+    if (!job) throw jobNotFound(id);
+    await this.scheduler.stopJob(job, `Stopped by ${caller.userName}`);
+    return this.getJob(caller, id);
+  }
+
+  // Executions
+
+  async queryExecutions(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ClusterList<ExecutionListItemDto>> {
+    const page = await this.cluster.listExecutions(query, scope, caller.userId);
+    return { total: page.totalCount, data: page.items.map(toExecutionListItem) };
+  }
+
+  async getExecution(_caller: Caller, id: string): Promise<ExecutionDto> {
+    const execution = await this.cluster.findExecution(id);
+    if (!execution) throw executionNotFound(id);
+    const job = (await this.cluster.findJob(execution.jobId)) as ClusterJob;
+    return toExecutionResponse(execution, job);
+  }
+
+  /** A window of one of a task's logs (`stdout`, `stderr`), read without loading the rest of it. */
+  async readLog(_caller: Caller, id: string, taskName: string, logName: string, window: Record<string, unknown>): Promise<MessageDto> {
+    const range = parseByteWindow(window.origin, window.offset, window.limit);
+    const execution = await this.cluster.findExecution(id);
+    if (!execution) throw executionNotFound(id);
+    if (execution.taskName !== taskName) throw new NotFoundError(`Job execution ${id} has no task '${taskName}'`);
+    if (!(LOG_NAMES as readonly string[]).includes(logName)) throw new NotFoundError(`A task has the logs ${LOG_NAMES.join(' and ')}, not '${logName}'`);
+    try {
+      return message(await readWindow(join(execution.workDir, 'logs', logName), range));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return message('');
+      throw error;
+    }
+  }
+
+  /**
+   * A window of a file in an execution's working directory, or the listing of a directory there
+   * (one name per line, directories ending in `/`). Paths are relative; `..`, absolute paths and
+   * symbolic links that lead out of the working directory are refused (400).
+   */
+  async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<MessageDto> {
+    const range = parseByteWindow(undefined, query.offset, query.limit);
+    const path = typeof query.path === 'string' ? query.path : '';
+    const problem = path.includes('\0')
+      ? 'must not contain NUL'
+      : isAbsolute(path)
+        ? 'must be relative to the working directory'
+        : path.split(/[\\/]/).includes('..')
+          ? 'must not contain ..'
+          : undefined;
+    if (problem) throw InvalidInputError.at('path', `path ${problem}`);
+    const execution = await this.cluster.findExecution(id);
+    if (!execution) throw executionNotFound(id);
+    const root = join(execution.workDir, 'work');
+    let resolved: string;
+    let rootReal: string;
+    try {
+      [rootReal, resolved] = await Promise.all([realpath(root), realpath(join(root, path))]);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`No file '${path}' in the working directory of job execution ${id}`);
+      throw error;
+    }
+    const inside = relative(rootReal, resolved);
+    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) throw InvalidInputError.at('path', 'path leads out of the working directory');
+    const stats = await lstat(resolved);
+    if (stats.isDirectory()) {
+      const entries = await readdir(resolved, { withFileTypes: true });
+      return message(
+        entries
+          .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+          .sort()
+          .join('\n'),
+      );
+    }
+    if (!stats.isFile()) throw new ForbiddenError(`'${path}' is neither a file nor a directory`);
+    return message(await readWindow(resolved, range));
+  }
+}

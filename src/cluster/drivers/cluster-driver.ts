@@ -1,0 +1,68 @@
+/** A node as a driver reports it. */
+export interface DriverNode {
+  readonly name: string;
+  readonly hostname: string;
+  readonly address: string;
+  readonly type: string;
+  readonly isWorker: boolean;
+  readonly isServer: boolean;
+  readonly status: 'initializing' | 'ready' | 'down' | 'unknown';
+  readonly labels: readonly string[];
+  readonly os: string;
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly cpu: number;
+  /** MiB. */
+  readonly memory: number;
+}
+
+/** Everything a driver needs to start one execution. */
+export interface Launch {
+  readonly executionId: string;
+  readonly nodeName: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** The execution's directory: `work/` is its working directory, `logs/<name>` its logs. */
+  readonly executionDir: string;
+  readonly cpu: number;
+  /** MiB; 0: no reservation. */
+  readonly memory: number;
+}
+
+/** A running execution, as the cluster service asks a driver about it. */
+export interface Tracked {
+  readonly executionId: string;
+  readonly driverRef: string;
+  readonly executionDir: string;
+}
+
+/** What became of a tracked execution. */
+export type Outcome =
+  | { readonly state: 'running' }
+  | { readonly state: 'completed' | 'failed'; readonly exitCode: number; readonly message: string }
+  | { readonly state: 'lost'; readonly message: string };
+
+/**
+ * How the cluster service reaches a cluster (api-map §9): the nodes, starting, watching and
+ * stopping executions. The service keeps every state in the database; a driver keeps none that
+ * a restart would need.
+ */
+export interface ClusterDriver {
+  readonly name: string;
+  /** The nodes now. */
+  nodes(): Promise<DriverNode[]>;
+  /** Starts an execution on a node the service chose; resolves with the driver's reference for it. */
+  start(launch: Launch): Promise<string>;
+  /** Where each of these executions stands now. */
+  outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>>;
+  /** Kills an execution and everything it started. */
+  stop(tracked: Tracked): Promise<void>;
+  /** Called whenever an execution may have ended, so that the service looks at once rather than at its next poll. */
+  onChange(listener: () => void): void;
+}
+
+/** The injection token of the configured driver. */
+export const CLUSTER_DRIVER = Symbol('ClusterDriver');
+
+/** The log names every execution has, under `logs/` of its directory. */
+export const LOG_NAMES = ['stdout', 'stderr'] as const;

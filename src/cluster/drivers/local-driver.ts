@@ -1,0 +1,155 @@
+import { spawn } from 'node:child_process';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
+import { join } from 'node:path';
+import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+
+/** Runs the task, then writes its exit code where the hub finds it, even across a hub restart. */
+const WRAPPER = '"$@"; code=$?; printf %s "$code" > "$0.tmp" && mv "$0.tmp" "$0"; exit "$code"';
+const STOP_GRACE_MS = 5000;
+
+export interface LocalDriverOptions {
+  readonly labels: readonly string[];
+  /** How many CPUs' worth of executions run at once; the rest wait (pending). */
+  readonly slots: number;
+}
+
+function operatingSystem(): string {
+  return { linux: 'linux', darwin: 'macos', win32: 'windows' }[platform() as string] ?? platform();
+}
+
+function address(): string {
+  for (const entries of Object.values(networkInterfaces())) {
+    const found = entries?.find((entry) => entry.family === 'IPv4' && !entry.internal);
+    if (found) return found.address;
+  }
+  return '127.0.0.1';
+}
+
+function exitFileOf(executionDir: string): string {
+  return join(executionDir, 'exit-code');
+}
+
+/** Whether the process is alive and still the wrapper of this execution (a pid may be reused after a restart). */
+async function runs(pid: number, exitFile: string): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').includes(exitFile);
+  } catch {
+    // No /proc (not Linux): the pid alone has to do.
+    return true;
+  }
+}
+
+/**
+ * The hub's own host as the one node. An execution is `/bin/sh` running the task in its own
+ * process group (so that stopping it kills all it started), with stdout and stderr in files and
+ * its exit code written to a file, so that a restarted hub learns how an execution ended while it
+ * was down, or adopts one still running.
+ */
+export class LocalDriver implements ClusterDriver {
+  readonly name = 'local';
+  private readonly listeners: (() => void)[] = [];
+
+  constructor(private readonly options: LocalDriverOptions) {}
+
+  nodes(): Promise<DriverNode[]> {
+    return Promise.resolve([
+      {
+        name: hostname(),
+        hostname: hostname(),
+        address: address(),
+        type: 'server',
+        isWorker: true,
+        isServer: true,
+        status: 'ready',
+        labels: this.options.labels,
+        os: operatingSystem(),
+        attributes: { arch: arch(), kernel: release(), cpus: String(availableParallelism()) },
+        cpu: this.options.slots,
+        memory: Math.floor(totalmem() / 1024 / 1024),
+      },
+    ]);
+  }
+
+  async start(launch: Launch): Promise<string> {
+    const workDir = join(launch.executionDir, 'work');
+    const logs = join(launch.executionDir, 'logs');
+    await mkdir(workDir, { recursive: true });
+    await mkdir(logs, { recursive: true });
+    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a'), open(join(logs, 'stderr'), 'a')]);
+    try {
+      const child = spawn('/bin/sh', ['-c', WRAPPER, exitFileOf(launch.executionDir), launch.command, ...launch.args], {
+        cwd: workDir,
+        env: { ...launch.env },
+        detached: true,
+        stdio: ['ignore', stdout.fd, stderr.fd],
+      });
+      const pid = await new Promise<number>((resolve, reject) => {
+        child.once('spawn', () => resolve(child.pid as number));
+        child.once('error', reject);
+      });
+      child.once('exit', () => this.changed());
+      child.unref();
+      return String(pid);
+    } finally {
+      await Promise.all([stdout.close(), stderr.close()]);
+    }
+  }
+
+  async outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>> {
+    const outcomes = new Map<string, Outcome>();
+    for (const execution of tracked) outcomes.set(execution.executionId, await this.outcomeOf(execution));
+    return outcomes;
+  }
+
+  async stop(tracked: Tracked): Promise<void> {
+    const pid = Number(tracked.driverRef);
+    if (!(await runs(pid, exitFileOf(tracked.executionDir)))) return;
+    this.signal(pid, 'SIGTERM');
+    const deadline = Date.now() + STOP_GRACE_MS;
+    while (Date.now() < deadline && (await runs(pid, exitFileOf(tracked.executionDir)))) await new Promise((resolve) => setTimeout(resolve, 50));
+    this.signal(pid, 'SIGKILL');
+  }
+
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Removes what an execution left on disk. */
+  static async remove(executionDir: string): Promise<void> {
+    await rm(executionDir, { recursive: true, force: true });
+  }
+
+  private async outcomeOf(execution: Tracked): Promise<Outcome> {
+    const exitFile = exitFileOf(execution.executionDir);
+    if (await runs(Number(execution.driverRef), exitFile)) return { state: 'running' };
+    let text: string;
+    try {
+      text = await readFile(exitFile, 'utf8');
+    } catch {
+      return { state: 'lost', message: 'The process ended without leaving an exit code (killed, or the host restarted)' };
+    }
+    const exitCode = Number(text);
+    return exitCode === 0
+      ? { state: 'completed', exitCode, message: 'Exited with code 0' }
+      : { state: 'failed', exitCode, message: `Exited with code ${exitCode}` };
+  }
+
+  /** Signals the whole process group: the wrapper and everything the task started. */
+  private signal(pid: number, signal: NodeJS.Signals): void {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+}

@@ -1,0 +1,86 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import { ClusterJob } from './cluster-job.entity.js';
+import { ClusterNode } from './cluster-node.entity.js';
+
+export const EXECUTION_STATUSES = ['pending', 'running', 'completed', 'failed', 'lost'] as const;
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+export const ENDED_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'lost'];
+
+/** One event in a task's life (hub-interface §6 "Task events"). */
+export interface TaskEvent {
+  readonly type: string;
+  readonly time: string;
+  readonly displayMessage: string;
+  readonly details: Record<string, string>;
+  readonly message: string;
+}
+
+/** A task's state in an execution (hub-interface §2.10 `taskStates` values). */
+export interface TaskState {
+  status: 'pending' | 'running' | 'dead';
+  failed: boolean;
+  restarts: number;
+  lastRestart: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  events: TaskEvent[];
+}
+
+/**
+ * One attempt at running a job's task on a node. `driverRef` is what the driver knows it by (a
+ * process id, a Slurm job id); `workDir` holds its working directory and its logs.
+ */
+@Entity({ name: 'job_executions' })
+@Index('job_executions_job_id_idx', ['jobId'])
+@Index('job_executions_node_id_idx', ['nodeId'])
+@Index('job_executions_created_idx', ['created', 'id'])
+@Index('job_executions_pending_idx', { synchronize: false })
+export class JobExecution {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'job_id', type: 'uuid' })
+  jobId!: string;
+
+  @ManyToOne(() => ClusterJob, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'job_id', foreignKeyConstraintName: 'job_executions_job_id_fkey' })
+  job?: ClusterJob;
+
+  @Column({ name: 'node_id', type: 'uuid', nullable: true })
+  nodeId!: string | null;
+
+  @ManyToOne(() => ClusterNode, { onDelete: 'SET NULL' })
+  @JoinColumn({ name: 'node_id', foreignKeyConstraintName: 'job_executions_node_id_fkey' })
+  node?: ClusterNode;
+
+  @Column({ type: 'text' })
+  status!: ExecutionStatus;
+
+  @Column({ name: 'task_name', type: 'text' })
+  taskName!: string;
+
+  @Column({ name: 'task_state', type: 'jsonb' })
+  taskState!: TaskState;
+
+  @Column({ name: 'reserved_cpu', type: 'integer' })
+  reservedCpu!: number;
+
+  /** MiB. */
+  @Column({ name: 'reserved_memory', type: 'integer' })
+  reservedMemory!: number;
+
+  @Column({ name: 'driver_ref', type: 'text', nullable: true })
+  driverRef!: string | null;
+
+  @Column({ name: 'exit_code', type: 'integer', nullable: true })
+  exitCode!: number | null;
+
+  @Column({ name: 'work_dir', type: 'text' })
+  workDir!: string;
+
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
+  created!: Date;
+
+  @UpdateDateColumn({ type: 'timestamptz', precision: 3 })
+  modified!: Date;
+}
