@@ -123,8 +123,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private async tick(): Promise<void> {
     try {
       if (++this.ticks % NODE_SYNC_EVERY === 0) await this.syncNodes();
-      await this.place();
+      // What ended first, so that the CPUs it frees are used in the same tick.
       await this.follow();
+      await this.place();
     } catch (error) {
       this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next tick');
     }
@@ -167,7 +168,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   private async note(execution: PendingExecution, event: TaskEvent): Promise<void> {
-    if (!noted([...execution.events], event)) return;
+    if (execution.lastEvent?.type === event.type && execution.lastEvent.message === event.message) return;
     await this.cluster.updateExecution(execution.id, (current) => current.status === 'pending' && noted(current.taskState.events, event));
   }
 

@@ -30,7 +30,8 @@ export interface PendingExecution {
   readonly reservedCpu: number;
   readonly reservedMemory: number;
   readonly workDir: string;
-  readonly events: TaskEvent[];
+  /** The last event of its task, to note a new one only when it says something else. */
+  readonly lastEvent: TaskEvent | null;
 }
 
 /** A running execution, for the driver to report on. */
@@ -261,7 +262,7 @@ export class ClusterRepository {
   pending(limit: number): Promise<PendingExecution[]> {
     return this.dataSource.query(
       `SELECT e.id, e.job_id AS "jobId", j.execution_profile_id AS "executionProfileId", j.task, e.reserved_cpu AS "reservedCpu",
-              e.reserved_memory AS "reservedMemory", e.work_dir AS "workDir", e.task_state->'events' AS events
+              e.reserved_memory AS "reservedMemory", e.work_dir AS "workDir", e.task_state->'events'->-1 AS "lastEvent"
        FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
        WHERE e.status = 'pending' AND e.node_id IS NULL
        ORDER BY j.priority DESC, e.created, e.id LIMIT $1`,
