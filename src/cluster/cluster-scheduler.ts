@@ -41,7 +41,8 @@ function noted(events: TaskEvent[], event: TaskEvent): boolean {
  */
 @Injectable()
 export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
-  private ownNodeIds: string[] = [];
+  /** The nodes this hub's driver reaches, by name. */
+  private ownNodes = new Map<string, string>();
   private ticks = 0;
   private running: Promise<void> | undefined;
   private again = false;
@@ -65,7 +66,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   async onApplicationBootstrap(): Promise<void> {
     await this.syncNodes();
-    await this.cluster.releaseClaims(this.ownNodeIds);
+    await this.cluster.releaseClaims([...this.ownNodes.values()]);
     await this.follow();
   }
 
@@ -101,7 +102,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       let stopped = false;
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending' && current.status !== 'running') return false;
-        stopped = current.status === 'running' && current.driverRef !== null;
+        stopped = current.driverRef !== null;
         this.end(current, 'failed', null, taskEvent('Killed', reason));
         return true;
       });
@@ -134,15 +135,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private async syncNodes(): Promise<void> {
     const reported = await this.driver.nodes();
     await this.cluster.syncNodes(reported);
-    const names = new Set(reported.map((node) => node.name));
-    this.ownNodeIds = (await this.cluster.nodesNamed([...names])).map((node) => node.id);
+    const nodes = await this.cluster.nodesNamed(reported.map((node) => node.name));
+    this.ownNodes = new Map(nodes.map((node) => [node.name, node.id]));
   }
 
   /** Starts what waits, where it fits. */
   private async place(): Promise<void> {
     const pending = await this.cluster.pending(PLACE_BATCH);
     if (pending.length === 0) return;
-    const nodes = (await this.cluster.schedulableNodes()).filter((node) => this.ownNodeIds.includes(node.id));
+    const nodes = (await this.cluster.schedulableNodes()).filter((node) => this.ownNodes.has(node.name));
     const used = await this.cluster.usedCpu();
     for (const execution of pending) {
       const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.task.constraints));
@@ -150,14 +151,20 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         await this.note(execution, this.placementFailure(execution, nodes));
         continue;
       }
-      const node = fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
+      // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
+      const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
       if (!node) {
         await this.note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
         continue;
       }
       if (!(await this.cluster.claim(execution.id, node.id))) continue;
       used.set(node.id, (used.get(node.id) ?? 0) + execution.reservedCpu);
-      await this.start(execution, node);
+      const fittingNames = new Set(fitting.map((candidate) => candidate.name));
+      await this.start(
+        execution,
+        node,
+        [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
+      );
     }
   }
 
@@ -172,7 +179,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     await this.cluster.updateExecution(execution.id, (current) => current.status === 'pending' && noted(current.taskState.events, event));
   }
 
-  private async start(execution: PendingExecution, node: ClusterNode): Promise<void> {
+  private async start(execution: PendingExecution, node: ClusterNode, excludedNodes: string[]): Promise<void> {
     const { task } = execution;
     const inherited = Object.fromEntries(
       INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
@@ -195,14 +202,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         executionDir: execution.workDir,
         cpu: execution.reservedCpu,
         memory: execution.reservedMemory,
+        constraints: task.constraints,
+        excludedNodes,
       });
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending') return false;
-        current.status = 'running';
         current.driverRef = driverRef;
-        current.taskState.status = 'running';
-        current.taskState.startedAt = new Date().toISOString();
-        current.taskState.events.push(taskEvent('Started', `Started on ${node.name}`, { node: node.name }));
+        if (this.driver.queues) current.taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
+        else this.markRunning(current, node);
         return true;
       });
     } catch (error) {
@@ -213,25 +220,41 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     }
   }
 
-  /** Asks the driver how this hub's running executions stand, and records those that ended. */
+  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed. */
   private async follow(): Promise<void> {
-    const running = await this.cluster.running(this.ownNodeIds);
-    if (running.length === 0) return;
+    const started = await this.cluster.started([...this.ownNodes.values()]);
+    if (started.length === 0) return;
     const outcomes = await this.driver.outcomes(
-      running.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir })),
+      started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir })),
     );
-    for (const execution of running) {
+    for (const execution of started) {
       const outcome = outcomes.get(execution.id);
-      if (!outcome || outcome.state === 'running') continue;
+      if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) continue;
       await this.cluster.updateExecution(execution.id, (current) => {
-        if (current.status !== 'running') return false;
-        this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
+        if (current.status !== 'pending' && current.status !== 'running') return false;
+        if (outcome.state !== 'running') {
+          // It ran and ended between two looks (a short job on a queueing cluster): it did start.
+          if (current.status === 'pending' && outcome.node)
+            this.markRunning(current, { id: this.ownNodes.get(outcome.node) ?? current.nodeId, name: outcome.node });
+          this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
+          return true;
+        }
+        if (current.status === 'running') return false;
+        this.markRunning(current, { id: (outcome.node && this.ownNodes.get(outcome.node)) ?? current.nodeId, name: outcome.node ?? 'its node' });
         return true;
       });
     }
   }
 
-  private eventOf(outcome: Exclude<Outcome, { state: 'running' }>): TaskEvent {
+  private markRunning(execution: JobExecution, node: { id: string | null; name: string }): void {
+    execution.status = 'running';
+    execution.nodeId = node.id;
+    execution.taskState.status = 'running';
+    execution.taskState.startedAt = new Date().toISOString();
+    execution.taskState.events.push(taskEvent('Started', `Started on ${node.name}`, { node: node.name }));
+  }
+
+  private eventOf(outcome: Exclude<Outcome, { state: 'running' | 'queued' }>): TaskEvent {
     if (outcome.state === 'lost') return taskEvent('Lost', outcome.message);
     return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
   }

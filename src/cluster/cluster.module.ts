@@ -2,7 +2,6 @@ import { Module, type Provider } from '@nestjs/common';
 import { availableParallelism } from 'node:os';
 import { HubConfig } from '../common/config/hub-config.js';
 import { DatabaseModule } from '../common/database/database.module.js';
-import { StartupError } from '../common/errors/startup-error.js';
 import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { NamespacesModule } from '../namespaces/namespaces.module.js';
@@ -14,6 +13,7 @@ import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
 import { LocalDriver } from './drivers/local-driver.js';
+import { SlurmDriver } from './drivers/slurm-driver.js';
 import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution } from './entities/job-execution.entity.js';
@@ -21,10 +21,10 @@ import { JobExecution } from './entities/job-execution.entity.js';
 const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
   inject: [HubConfig],
-  useFactory: (config: HubConfig): ClusterDriver => {
-    if (config.clusterDriver === 'slurm') throw new StartupError('HUB_CLUSTER_DRIVER=slurm: the Slurm driver is not in this release yet; use local');
-    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism() });
-  },
+  useFactory: (config: HubConfig): ClusterDriver =>
+    config.clusterDriver === 'slurm'
+      ? new SlurmDriver()
+      : new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism() }),
 };
 
 /**

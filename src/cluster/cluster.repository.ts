@@ -34,10 +34,11 @@ export interface PendingExecution {
   readonly lastEvent: TaskEvent | null;
 }
 
-/** A running execution, for the driver to report on. */
-export interface RunningExecution {
+/** A started execution, for the driver to report on. */
+export interface StartedExecution {
   readonly id: string;
   readonly jobId: string;
+  readonly status: 'pending' | 'running';
   readonly driverRef: string;
   readonly workDir: string;
 }
@@ -292,11 +293,11 @@ export class ClusterRepository {
     await this.dataSource.query(`UPDATE job_executions SET node_id = NULL WHERE status = 'pending' AND driver_ref IS NULL AND node_id = ANY($1)`, [nodeIds]);
   }
 
-  /** The running executions on these nodes. */
-  running(nodeIds: readonly string[]): Promise<RunningExecution[]> {
+  /** The executions started (or submitted to a queueing cluster) on these nodes that have not ended. */
+  started(nodeIds: readonly string[]): Promise<StartedExecution[]> {
     return this.dataSource.query(
-      `SELECT id, job_id AS "jobId", driver_ref AS "driverRef", work_dir AS "workDir" FROM job_executions
-       WHERE status = 'running' AND driver_ref IS NOT NULL AND node_id = ANY($1)`,
+      `SELECT id, job_id AS "jobId", status, driver_ref AS "driverRef", work_dir AS "workDir" FROM job_executions
+       WHERE status IN ('pending', 'running') AND driver_ref IS NOT NULL AND node_id = ANY($1)`,
       [nodeIds],
     );
   }

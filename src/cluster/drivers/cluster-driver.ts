@@ -1,3 +1,5 @@
+import type { NodeConstraint } from '../../execution-profiles/node-constraints.js';
+
 /** A node as a driver reports it. */
 export interface DriverNode {
   readonly name: string;
@@ -27,9 +29,13 @@ export interface Launch {
   readonly cpu: number;
   /** MiB; 0: no reservation. */
   readonly memory: number;
+  /** The execution profile's constraints, for drivers that pass them on (Slurm features). */
+  readonly constraints: readonly NodeConstraint[];
+  /** Nodes of the driver it must not run on: those that do not meet the constraints, or are drained. */
+  readonly excludedNodes: readonly string[];
 }
 
-/** A running execution, as the cluster service asks a driver about it. */
+/** A started (or submitted) execution, as the cluster service asks a driver about it. */
 export interface Tracked {
   readonly executionId: string;
   readonly driverRef: string;
@@ -38,9 +44,10 @@ export interface Tracked {
 
 /** What became of a tracked execution. */
 export type Outcome =
-  | { readonly state: 'running' }
-  | { readonly state: 'completed' | 'failed'; readonly exitCode: number; readonly message: string }
-  | { readonly state: 'lost'; readonly message: string };
+  | { readonly state: 'queued' }
+  | { readonly state: 'running'; readonly node?: string }
+  | { readonly state: 'completed' | 'failed'; readonly exitCode: number; readonly message: string; readonly node?: string }
+  | { readonly state: 'lost'; readonly message: string; readonly node?: string };
 
 /**
  * How the cluster service reaches a cluster (api-map §9): the nodes, starting, watching and
@@ -49,6 +56,12 @@ export type Outcome =
  */
 export interface ClusterDriver {
   readonly name: string;
+  /**
+   * The cluster queues what it is given and places it itself (Slurm): the hub submits whatever a
+   * node could run and learns when it starts. Otherwise the hub starts an execution only where a
+   * CPU is free, on the node it chose.
+   */
+  readonly queues: boolean;
   /** The nodes now. */
   nodes(): Promise<DriverNode[]>;
   /** Starts an execution on a node the service chose; resolves with the driver's reference for it. */

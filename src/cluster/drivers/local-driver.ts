@@ -53,6 +53,7 @@ async function runs(pid: number, exitFile: string): Promise<boolean> {
  */
 export class LocalDriver implements ClusterDriver {
   readonly name = 'local';
+  readonly queues = false;
   private readonly listeners: (() => void)[] = [];
 
   constructor(private readonly options: LocalDriverOptions) {}

@@ -1,0 +1,119 @@
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type SlurmJobState } from './slurm-output.js';
+
+const run = promisify(execFile);
+const COMMAND_TIMEOUT_MS = 30_000;
+/** The batch script: runs the task given as its arguments, then writes its exit code next to its logs. */
+const JOB_SCRIPT = '#!/bin/sh\n"$@"\ncode=$?\nprintf %s "$code" > "$HUB_EXIT_FILE.tmp" && mv "$HUB_EXIT_FILE.tmp" "$HUB_EXIT_FILE"\nexit "$code"\n';
+
+/** Slurm job states that have not ended: queued, or running. */
+const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'SUSPENDED', 'PREEMPTED', 'RESIZING']);
+const RUNNING = new Set(['RUNNING', 'COMPLETING', 'SIGNALING', 'STAGE_OUT']);
+/** Ended without the job's own doing: the node or Slurm failed it. */
+const LOST = new Set(['NODE_FAIL', 'BOOT_FAIL', 'DEADLINE', 'REVOKED']);
+
+async function slurm(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<string> {
+  try {
+    const { stdout } = await run(command, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, ...(env && { env }) });
+    return stdout;
+  } catch (error) {
+    const failure = error as Error & { stderr?: string; code?: string | number };
+    const detail = failure.stderr?.trim() || failure.message;
+    throw new SlurmCommandError(
+      failure.code === 'ENOENT' ? `${command} is not installed (the slurm driver needs Slurm's commands on PATH)` : `${command}: ${detail}`,
+    );
+  }
+}
+
+/**
+ * A Slurm cluster through its command-line tools (api-map §9): nodes from `sinfo --json`,
+ * executions submitted with `sbatch` (constraints as `--constraint` features, nodes that do not
+ * meet the others excluded), followed with `squeue --json`, stopped with `scancel`. Working
+ * directories and logs are under HUB_SHARED_DIR, which the nodes must share; the batch script
+ * writes the task's exit code there too, so that an execution's end is known even after Slurm
+ * has forgotten the job.
+ */
+export class SlurmDriver implements ClusterDriver {
+  readonly name = 'slurm';
+  readonly queues = true;
+
+  async nodes(): Promise<DriverNode[]> {
+    return parseNodes(await slurm('sinfo', ['--json']));
+  }
+
+  async start(launch: Launch): Promise<string> {
+    const workDir = join(launch.executionDir, 'work');
+    const logs = join(launch.executionDir, 'logs');
+    await mkdir(workDir, { recursive: true });
+    await mkdir(logs, { recursive: true });
+    const script = join(launch.executionDir, 'job.sh');
+    await writeFile(script, JOB_SCRIPT);
+    await chmod(script, 0o755);
+    const features = featureExpression(launch.constraints);
+    const args = [
+      '--parsable',
+      `--job-name=hub-${launch.executionId}`,
+      `--chdir=${workDir}`,
+      `--output=${join(logs, 'stdout')}`,
+      `--error=${join(logs, 'stderr')}`,
+      `--cpus-per-task=${launch.cpu}`,
+      ...(launch.memory > 0 ? [`--mem=${launch.memory}`] : []),
+      ...(features ? [`--constraint=${features}`] : []),
+      ...(launch.excludedNodes.length > 0 ? [`--exclude=${launch.excludedNodes.join(',')}`] : []),
+      '--export=ALL',
+      script,
+      launch.command,
+      ...launch.args,
+    ];
+    // The job's environment is exactly sbatch's: the execution's, and the PATH to find the commands.
+    const env = { ...launch.env, HUB_EXIT_FILE: join(launch.executionDir, 'exit-code'), PATH: launch.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin' };
+    const jobId = (await slurm('sbatch', args, env)).trim().split(';')[0];
+    if (!/^\d+$/.test(jobId)) throw new SlurmCommandError(`sbatch printed no job id (${JSON.stringify(jobId)})`);
+    return jobId;
+  }
+
+  async outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>> {
+    const jobs = parseJobs(await slurm('squeue', ['--json']));
+    const outcomes = new Map<string, Outcome>();
+    for (const execution of tracked) outcomes.set(execution.executionId, await this.outcomeOf(execution, jobs.get(execution.driverRef)));
+    return outcomes;
+  }
+
+  async stop(tracked: Tracked): Promise<void> {
+    await slurm('scancel', [tracked.driverRef]);
+  }
+
+  onChange(): void {
+    // Slurm tells nothing: the scheduler's poll is how its news arrives.
+  }
+
+  /** An ended outcome names the node it ran on, which the hub may not have seen it running on. */
+  private async outcomeOf(execution: Tracked, job: SlurmJobState | undefined): Promise<Outcome> {
+    const outcome = await this.stateOf(execution, job);
+    return outcome.state === 'queued' || outcome.state === 'running' || !job?.node ? outcome : { ...outcome, node: job.node };
+  }
+
+  private async stateOf(execution: Tracked, job: SlurmJobState | undefined): Promise<Outcome> {
+    if (job && QUEUED.has(job.state)) return { state: 'queued' };
+    if (job && RUNNING.has(job.state)) return { state: 'running', node: job.node };
+    if (job && LOST.has(job.state)) return { state: 'lost', message: `Slurm ended job ${execution.driverRef}: ${job.state} (${job.reason})` };
+    let exitCode: number | undefined;
+    try {
+      exitCode = Number(await readFile(join(execution.executionDir, 'exit-code'), 'utf8'));
+    } catch {
+      // Killed before it could write one (cancelled, timed out), or never run.
+    }
+    if (exitCode === undefined && !job) return { state: 'lost', message: `Slurm no longer knows job ${execution.driverRef} and it left no exit code` };
+    if (exitCode === undefined) {
+      const why = job?.state === 'TIMEOUT' ? 'its time limit' : job?.state === 'CANCELLED' ? 'cancelled' : (job?.state ?? 'ended');
+      return { state: 'failed', exitCode: (job?.waitStatus ?? 0) >> 8 || 1, message: `Slurm job ${execution.driverRef} ended: ${why}` };
+    }
+    return exitCode === 0
+      ? { state: 'completed', exitCode, message: 'Exited with code 0' }
+      : { state: 'failed', exitCode, message: `Exited with code ${exitCode}` };
+  }
+}
