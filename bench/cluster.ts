@@ -5,6 +5,8 @@
 //   the same 500 commands in a shell loop: the ratio;
 // - reading a 1 MiB window at the end of a 1 GiB log through the hub: time, and the hub's
 //   resident memory before and after, against the same window of a 1 MiB log.
+// - with BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh running), the slurm driver: submit →
+//   running and submit → completed for 50 trivial jobs submitted at once.
 // Uses BENCH_DATABASE_URL (default: this machine's PostgreSQL), where it recreates hub_bench_cluster.
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
@@ -25,6 +27,59 @@ interface Job {
   id: string;
   status: string;
   submitTime: string;
+}
+
+const SLURM_JOBS = 50;
+
+/** 50 trivial jobs at once through the slurm driver: when each started and ended, from its submission. */
+async function slurmFigures(): Promise<{
+  jobs: number;
+  toRunning: { p50Ms: number; maxMs: number };
+  toCompleted: { p50Ms: number; maxMs: number };
+  allDoneSeconds: number;
+}> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
+  const hub = await startNode(
+    HUB,
+    {
+      DATABASE_URL: await freshDatabase(`${DATABASE}_slurm`),
+      HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      HUB_DATA_DIR: dataDir,
+      HUB_CLUSTER_DRIVER: 'slurm',
+      HUB_LOG_LEVEL: 'warn',
+    },
+    '/health/ready',
+  );
+  const headers = { authorization: `Bearer ${await login(hub)}`, 'content-type': 'application/json' };
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> =>
+    (await (await fetch(`${hub.url}/api/v2/${path}`, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })).json()) as T;
+  const profiles = await api<{ data: { _id: string }[] }>('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard');
+  const began = performance.now();
+  const jobs = await Promise.all(
+    Array.from({ length: SLURM_JOBS }, (_, i) =>
+      api<Job>('POST', 'cluster/jobs', { name: `slurm-${i}`, namespace: 'default', executionProfileId: profiles.data[0]._id, task: { command: 'true' } }),
+    ),
+  );
+  while ((await api<{ total: number }>('GET', 'cluster/jobs?filter[status][IN]=pending,running&page[limit]=1')).total > 0)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  const allDoneSeconds = round((performance.now() - began) / 1000);
+  const toRunning: number[] = [];
+  const toCompleted: number[] = [];
+  for (const job of jobs) {
+    const list = await api<{ data: { id: string; modifiedTime: string; status: string }[] }>('GET', `cluster/executions?filter[jobId][EQ]=${job.id}`);
+    const execution = await api<{ taskStates: { main: { startedAt?: string; finishedAt?: string } } }>('GET', `cluster/executions/${list.data[0].id}`);
+    const submitted = Date.parse(job.submitTime);
+    toRunning.push(Date.parse(execution.taskStates.main.startedAt ?? '') - submitted);
+    toCompleted.push(Date.parse(execution.taskStates.main.finishedAt ?? '') - submitted);
+  }
+  await stop(hub);
+  rmSync(dataDir, { recursive: true, force: true });
+  await dropDatabase(`${DATABASE}_slurm`);
+  const figures = (values: number[]) => {
+    values.sort((a, b) => a - b);
+    return { p50Ms: percentile(values, 0.5), maxMs: values.at(-1) as number };
+  };
+  return { jobs: SLURM_JOBS, toRunning: figures(toRunning), toCompleted: figures(toCompleted), allDoneSeconds };
 }
 
 async function main(): Promise<void> {
@@ -129,6 +184,13 @@ async function main(): Promise<void> {
   console.log(
     `1 MiB at the end of a log, ${READS} reads: 1 MiB log p50 ${smallRead.p50Ms} ms; 1 GiB log p50 ${bigRead.p50Ms} ms, max ${bigRead.maxMs} ms (target <= 50); hub RSS ${rssBefore} → ${rssAfterSmall} → ${rssAfterBig} MiB`,
   );
+  if (process.env.BENCH_SLURM === '1') {
+    const slurm = await slurmFigures();
+    Object.assign(results, { slurm });
+    console.log(
+      `Slurm, ${slurm.jobs} trivial jobs at once: submit → running p50 ${slurm.toRunning.p50Ms} ms (max ${slurm.toRunning.maxMs}), submit → completed p50 ${slurm.toCompleted.p50Ms} ms (max ${slurm.toCompleted.maxMs}); all done in ${slurm.allDoneSeconds} s`,
+    );
+  }
   writeResults('cluster', results);
   await dropDatabase(DATABASE);
 }
