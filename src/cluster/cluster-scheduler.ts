@@ -1,13 +1,14 @@
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { HubConfig } from '../common/config/hub-config.js';
+import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { describeConstraint, unmetConstraint, type NodeFacts } from '../execution-profiles/node-constraints.js';
 import { ClusterRepository, taskEvent, type PendingExecution } from './cluster.repository.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Outcome } from './drivers/cluster-driver.js';
-import { LocalDriver } from './drivers/local-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
 import type { JobExecution, TaskEvent } from './entities/job-execution.entity.js';
@@ -65,7 +66,11 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.syncNodes();
+    try {
+      await this.syncNodes();
+    } catch (error) {
+      throw new StartupError(`The ${this.driver.name} cluster driver cannot reach its cluster: ${(error as Error).message}`);
+    }
     await this.cluster.releaseClaims([...this.ownNodes.values()]);
     await this.follow();
   }
@@ -116,7 +121,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const before = new Date(Date.now() - this.config.jobRetentionDays * 24 * 3600 * 1000);
     const dead = await this.cluster.deadBefore(before, PRUNE_BATCH);
     if (dead.length === 0) return;
-    for (const job of dead) for (const dir of job.workDirs) await LocalDriver.remove(dir);
+    for (const job of dead) for (const dir of job.workDirs) await rm(dir, { recursive: true, force: true });
     await this.cluster.deleteJobs(dead.map((job) => job.id));
     this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
   }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { mkdir, open, readFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
@@ -119,11 +119,6 @@ export class LocalDriver implements ClusterDriver {
 
   onChange(listener: () => void): void {
     this.listeners.push(listener);
-  }
-
-  /** Removes what an execution left on disk. */
-  static async remove(executionDir: string): Promise<void> {
-    await rm(executionDir, { recursive: true, force: true });
   }
 
   private async outcomeOf(execution: Tracked): Promise<Outcome> {
