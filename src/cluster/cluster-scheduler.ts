@@ -193,6 +193,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       ...inherited,
       ...task.environment,
       ...Object.fromEntries(task.envVars.map(({ name, value }) => [name, value])),
+      HOME: join(execution.workDir, 'work'),
       HUB_JOB_ID: execution.jobId,
       HUB_EXECUTION_ID: execution.id,
       HUB_TASK_NAME: task.name,
@@ -210,13 +211,17 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         constraints: task.constraints,
         excludedNodes,
       });
+      let recorded = false;
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending') return false;
+        recorded = true;
         current.driverRef = driverRef;
         if (this.driver.queues) current.taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
         else this.markRunning(current, node);
         return true;
       });
+      // Stopped while it was being started: nothing will follow it, so it must not run on.
+      if (!recorded) await this.driver.stop({ executionId: execution.id, driverRef, executionDir: execution.workDir });
     } catch (error) {
       await this.cluster.updateExecution(execution.id, (current) => {
         this.end(current, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`));

@@ -259,14 +259,17 @@ export class ClusterRepository {
     return rows[0]?.jobId ?? null;
   }
 
-  /** Executions waiting for a node, best priority first, then oldest. */
+  /**
+   * Executions waiting for a node, best priority first, then oldest; those no node could run at
+   * the last look come after the others, so that a batch of them never keeps runnable work waiting.
+   */
   pending(limit: number): Promise<PendingExecution[]> {
     return this.dataSource.query(
       `SELECT e.id, e.job_id AS "jobId", j.execution_profile_id AS "executionProfileId", j.task, e.reserved_cpu AS "reservedCpu",
               e.reserved_memory AS "reservedMemory", e.work_dir AS "workDir", e.task_state->'events'->-1 AS "lastEvent"
        FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
        WHERE e.status = 'pending' AND e.node_id IS NULL
-       ORDER BY j.priority DESC, e.created, e.id LIMIT $1`,
+       ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), j.priority DESC, e.created, e.id LIMIT $1`,
       [limit],
     );
   }

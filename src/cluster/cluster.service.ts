@@ -1,7 +1,7 @@
 import { lstat, readdir, realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
-import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
@@ -231,7 +231,7 @@ export class ClusterService {
           .join('\n'),
       );
     }
-    if (!stats.isFile()) throw new ForbiddenError(`'${path}' is neither a file nor a directory`);
+    if (!stats.isFile()) throw InvalidInputError.at('path', `'${path}' is neither a file nor a directory`);
     return message(await readWindow(resolved, range));
   }
 }

@@ -94,7 +94,12 @@ export class LocalDriver implements ClusterDriver {
         child.once('spawn', () => resolve(child.pid as number));
         child.once('error', reject);
       });
-      child.once('exit', () => this.changed());
+      child.once('exit', () => {
+        // What the task left running in the background ends with it (as a batch system's job does);
+        // the group's id cannot have been reused while any of it runs.
+        this.signal(child.pid as number, 'SIGKILL');
+        this.changed();
+      });
       child.unref();
       return String(pid);
     } finally {
@@ -124,6 +129,8 @@ export class LocalDriver implements ClusterDriver {
   private async outcomeOf(execution: Tracked): Promise<Outcome> {
     const exitFile = exitFileOf(execution.executionDir);
     if (await runs(Number(execution.driverRef), exitFile)) return { state: 'running' };
+    // Its background leftovers end with it, as when the hub saw it exit.
+    this.signal(Number(execution.driverRef), 'SIGKILL');
     let text: string;
     try {
       text = await readFile(exitFile, 'utf8');

@@ -4,7 +4,9 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsDefined,
   IsInt,
+  IsObject,
   IsOptional,
   IsString,
   IsUUID,
@@ -158,6 +160,8 @@ export class SubmitJobDto {
   executionProfileId!: string;
 
   @ApiProperty({ type: TaskInputDto })
+  @IsDefined({ message: 'task is required' })
+  @IsObject({ message: 'task must be an object {command, args, envVars}' })
   @ValidateNested()
   @Type(() => TaskInputDto)
   task!: TaskInputDto;
