@@ -219,6 +219,91 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     });
   });
 
+  it('settles its jobs after the hub is killed: one that ended meanwhile is completed, one whose processes died is lost', async () => {
+    // The token and the hub change with the restart.
+    const call = async <T>(path: string, body?: unknown): Promise<T> => {
+      const response = await fetch(`${hub.url}/api/v2/${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+      expect([path, response.status]).toEqual([path, body === undefined ? 200 : 201]);
+      return (await response.json()) as T;
+    };
+    type Execution = { id: string; status: string; taskStates: Record<string, { events: { type: string; details: Record<string, string> }[] }> };
+    const executionOf = async (jobId: string) => {
+      const { data } = await call<{ data: { id: string }[] }>(`cluster/executions?filter[jobId][EQ]=${jobId}`);
+      return call<Execution>(`cluster/executions/${data[0].id}`);
+    };
+    const until = async <T>(probe: () => Promise<T> | T, done: (value: T) => boolean, what: string): Promise<T> => {
+      const deadline = Date.now() + 10_000;
+      for (let value = await probe(); ; value = await probe()) {
+        if (done(value)) return value;
+        if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const nodes = await call<{ data: { id: string }[] }>('cluster/nodes');
+    const node = await call<{ resources: { cpu: number } }>(`cluster/nodes/${nodes.data[0].id}`);
+    expect(node.resources.cpu).toBeGreaterThanOrEqual(2); // Both jobs run at once.
+    const profiles = await call<{ data: { _id: string }[] }>('execution-profiles/execprofiles?filter[name][EQ]=Standard');
+    const submit = async (name: string, seconds: number) => {
+      const task = { command: 'sh', args: ['-c', `echo $$ > pid; exec sleep ${seconds}`] };
+      return (await call<{ id: string }>('cluster/jobs', { name, namespace: 'default', executionProfileId: profiles.data[0]._id, task })).id;
+    };
+    const jobs = { short: await submit('short', 2), long: await submit('long', 100) };
+    const running = {
+      short: await until(
+        () => executionOf(jobs.short),
+        (execution) => execution.status === 'running',
+        'the short job to run',
+      ),
+      long: await until(
+        () => executionOf(jobs.long),
+        (execution) => execution.status === 'running',
+        'the long job to run',
+      ),
+    };
+    const pidOf = (execution: Execution) => {
+      const file = join(dataDir, 'work', 'executions', execution.id, 'work', 'pid');
+      return until(
+        () => (existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0),
+        (pid) => pid > 0,
+        `the pid of ${execution.id}`,
+      );
+    };
+    const pids = { short: await pidOf(running.short), long: await pidOf(running.long) };
+    // Its process group: the driver's wrapper and the task.
+    const longGroup = Number(readFileSync(`/proc/${pids.long}/stat`, 'utf8').split(') ')[1].split(' ')[2]);
+
+    hub.process.kill('SIGKILL');
+    await exitOf(hub);
+    expect([isAlive(pids.short), isAlive(pids.long)]).toEqual([true, true]);
+    process.kill(-longGroup, 'SIGKILL');
+    await until(
+      () => isAlive(pids.long) || isAlive(longGroup),
+      (any) => !any,
+      'the long job’s processes to die',
+    );
+    await until(
+      () => isAlive(pids.short),
+      (any) => !any,
+      'the short job to end while the hub is down',
+    );
+
+    hub = await startHub(dataDir);
+    token = await login(hub, password);
+    const short = await executionOf(jobs.short);
+    const long = await executionOf(jobs.long);
+    expect(short.status).toBe('completed');
+    expect(short.taskStates.main.events.at(-1)).toMatchObject({ type: 'Terminated', details: { exitCode: '0' } });
+    expect(long.status).toBe('lost');
+    expect(long.taskStates.main.events.at(-1)).toMatchObject({ type: 'Lost' });
+    expect(await call('cluster/executions?filter[status][EQ]=running')).toEqual({ total: 0, data: [] });
+    for (const id of Object.values(jobs)) expect(await call(`cluster/jobs/${id}`)).toMatchObject({ status: 'dead' });
+    expect(await call('cluster/jobs?filter[name][ST]=long')).toMatchObject({ data: [{ taskSummary: { lost: 1, running: 0 } }] });
+  });
+
   it('refuses a second hub on the same data directory', async () => {
     const second = await startHub(dataDir).then(
       (started) => {
