@@ -245,6 +245,10 @@ export class ClusterRepository {
     return this.dataSource.getRepository(JobExecution).findOne({ where: { id }, relations: { node: true } });
   }
 
+  executionsOf(jobId: string): Promise<JobExecution[]> {
+    return this.dataSource.getRepository(JobExecution).find({ where: { jobId }, relations: { node: true }, order: { created: 'ASC', id: 'ASC' } });
+  }
+
   /** Where a job lives and whose it is, for the access guard. */
   async jobLocation(id: string): Promise<{ namespaceId: string; namespaceName: string; ownerId: string | null } | null> {
     const rows: { namespaceId: string; namespaceName: string; ownerId: string | null }[] = await this.dataSource.query(

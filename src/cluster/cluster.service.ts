@@ -7,9 +7,10 @@ import type { Caller } from '../common/http/caller.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { HUB_VERSION } from '../common/hub-version.js';
+import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { ProfileBindingsService } from '../execution-profiles/profile-bindings.service.js';
-import { NamespacesService } from '../namespaces/namespaces.service.js';
+import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.service.js';
 import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { parseByteWindow, readWindow } from './byte-window.js';
@@ -28,9 +29,29 @@ import type {
   SubmitJobDto,
   VersionDto,
 } from './dto/cluster.dto.js';
-import type { ClusterJob } from './entities/cluster-job.entity.js';
+import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
+
+/** What other areas run on the cluster, once they have checked who may. */
+export interface Workload {
+  readonly name: string;
+  readonly type: JobType;
+  /** 0 to 100; 50 when absent. */
+  readonly priority?: number;
+  readonly namespace: NamespaceRef;
+  readonly profile: ExecutionProfileDto;
+  /** The user it runs for, who may then read and stop it. */
+  readonly owner: { readonly id: string; readonly name: string };
+  readonly task: {
+    readonly name: string;
+    readonly command: string;
+    readonly args: readonly string[];
+    readonly envVars: readonly { readonly name: string; readonly value: string }[];
+  };
+  /** Shown in the job's `properties` (beside the namespace, profile and owner). */
+  readonly properties?: Readonly<Record<string, string>>;
+}
 
 function nodeNotFound(id: string): NotFoundError {
   return new NotFoundError(`Cluster node ${id} not found`);
@@ -125,28 +146,47 @@ export class ClusterService {
     else if (namespace && !(await this.bindings.isBound(profileId, namespace.id)))
       errors.push({ path: '/executionProfileId', message: `Execution profile '${profile.name}' is not bound to namespace '${namespace.name}'` });
     if (!namespace || !profile || errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
+    return this.run({
+      name: input.name,
+      type: 'batch',
+      priority: input.priority ?? undefined,
+      namespace,
+      profile,
+      owner: { id: caller.userId, name: caller.userName },
+      task: { name: 'main', command: input.task.command, args: input.task.args ?? [], envVars: input.task.envVars ?? [] },
+    });
+  }
+
+  /**
+   * Runs a workload another area has already authorised (a pipeline node, a link session, a
+   * library worker) as a job with one execution, under the profile's environment and constraints
+   * as they are now.
+   */
+  async run(workload: Workload): Promise<JobDto> {
+    const { namespace, profile, owner, task } = workload;
     const job = await this.cluster.insertJob(
       {
-        name: input.name,
-        type: 'batch',
-        priority: input.priority ?? DEFAULT_PRIORITY,
+        name: workload.name,
+        type: workload.type,
+        priority: workload.priority ?? DEFAULT_PRIORITY,
         namespaceId: namespace.id,
         executionProfileId: profile._id,
-        ownerId: caller.userId,
+        ownerId: owner.id,
         task: {
-          name: 'main',
-          command: input.task.command,
-          args: input.task.args ?? [],
-          envVars: (input.task.envVars ?? []).map(({ name, value }) => ({ name, value })),
+          name: task.name,
+          command: task.command,
+          args: [...task.args],
+          envVars: task.envVars.map(({ name, value }) => ({ name, value })),
           environment: profile.environment,
           constraints: profile.constraints,
         },
         properties: {
+          ...workload.properties,
           namespace: namespace.name,
           executionProfileId: profile._id,
           executionProfile: profile.name,
-          owner: caller.userName,
-          ownerId: caller.userId,
+          owner: owner.name,
+          ownerId: owner.id,
         },
       },
       { reservedCpu: 1, reservedMemory: 0, workDirOf: (executionId) => this.scheduler.executionDir(executionId) },
@@ -175,6 +215,13 @@ export class ClusterService {
     if (!execution) throw executionNotFound(id);
     const job = (await this.cluster.findJob(execution.jobId)) as ClusterJob;
     return toExecutionResponse(execution, job);
+  }
+
+  /** A job's executions, oldest first, for the areas that watch the workloads they run. */
+  async executionsOfJob(jobId: string): Promise<ExecutionDto[]> {
+    const job = await this.cluster.findJob(jobId);
+    if (!job) throw jobNotFound(jobId);
+    return (await this.cluster.executionsOf(jobId)).map((execution) => toExecutionResponse(execution, job));
   }
 
   /** A window of one of a task's logs (`stdout`, `stderr`), read without loading the rest of it. */
