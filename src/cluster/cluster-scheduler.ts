@@ -7,7 +7,7 @@ import { HubConfig } from '../common/config/hub-config.js';
 import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { describeConstraint, unmetConstraint, type NodeFacts } from '../execution-profiles/node-constraints.js';
-import { ClusterRepository, taskEvent, type PendingExecution } from './cluster.repository.js';
+import { ClusterRepository, taskEvent, type PendingExecution, type StartedExecution } from './cluster.repository.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Outcome } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
@@ -150,27 +150,24 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (pending.length === 0) return;
     const nodes = (await this.cluster.schedulableNodes()).filter((node) => this.ownNodes.has(node.name));
     const used = await this.cluster.usedCpu();
-    for (const execution of pending) {
-      const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.task.constraints));
-      if (fitting.length === 0) {
-        await this.note(execution, this.placementFailure(execution, nodes));
-        continue;
-      }
-      // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
-      const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
-      if (!node) {
-        await this.note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
-        continue;
-      }
-      if (!(await this.cluster.claim(execution.id, node.id))) continue;
-      used.set(node.id, (used.get(node.id) ?? 0) + execution.reservedCpu);
-      const fittingNames = new Set(fitting.map((candidate) => candidate.name));
-      await this.start(
-        execution,
-        node,
-        [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
-      );
-    }
+    for (const execution of pending) await this.isolated(execution.id, () => this.placeOne(execution, nodes, used));
+  }
+
+  /** Places one pending execution, or notes why it waits. */
+  private async placeOne(execution: PendingExecution, nodes: readonly ClusterNode[], used: Map<string, number>): Promise<void> {
+    const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.task.constraints));
+    if (fitting.length === 0) return this.note(execution, this.placementFailure(execution, nodes));
+    // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
+    const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
+    if (!node) return this.note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
+    if (!(await this.cluster.claim(execution.id, node.id))) return;
+    used.set(node.id, (used.get(node.id) ?? 0) + execution.reservedCpu);
+    const fittingNames = new Set(fitting.map((candidate) => candidate.name));
+    await this.start(
+      execution,
+      node,
+      [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
+    );
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly ClusterNode[]): TaskEvent {
@@ -237,22 +234,33 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const outcomes = await this.driver.outcomes(
       started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir })),
     );
-    for (const execution of started) {
-      const outcome = outcomes.get(execution.id);
-      if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) continue;
-      await this.cluster.updateExecution(execution.id, (current) => {
-        if (current.status !== 'pending' && current.status !== 'running') return false;
-        if (outcome.state !== 'running') {
-          // It ran and ended between two looks (a short job on a queueing cluster): it did start.
-          if (current.status === 'pending' && outcome.node)
-            this.markRunning(current, { id: this.ownNodes.get(outcome.node) ?? current.nodeId, name: outcome.node });
-          this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
-          return true;
-        }
-        if (current.status === 'running') return false;
-        this.markRunning(current, { id: (outcome.node && this.ownNodes.get(outcome.node)) ?? current.nodeId, name: outcome.node ?? 'its node' });
+    for (const execution of started) await this.isolated(execution.id, () => this.settle(execution, outcomes.get(execution.id)));
+  }
+
+  /** Records what became of one started execution. */
+  private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<void> {
+    if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return;
+    await this.cluster.updateExecution(execution.id, (current) => {
+      if (current.status !== 'pending' && current.status !== 'running') return false;
+      if (outcome.state !== 'running') {
+        // It ran and ended between two looks (a short job on a queueing cluster): it did start.
+        if (current.status === 'pending' && outcome.node)
+          this.markRunning(current, { id: this.ownNodes.get(outcome.node) ?? current.nodeId, name: outcome.node });
+        this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
         return true;
-      });
+      }
+      if (current.status === 'running') return false;
+      this.markRunning(current, { id: (outcome.node && this.ownNodes.get(outcome.node)) ?? current.nodeId, name: outcome.node ?? 'its node' });
+      return true;
+    });
+  }
+
+  /** Runs one execution's step so that a failure there is logged and leaves the others to go on. */
+  private async isolated(executionId: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (error) {
+      this.logger.error({ err: error, executionId }, 'Cluster scheduling failed for one execution; retrying at the next tick');
     }
   }
 

@@ -3,6 +3,7 @@ import { mkdir, open, readFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 
 /** Runs the task, then writes its exit code where the hub finds it, even across a hub restart. */
 const WRAPPER = '"$@"; code=$?; printf %s "$code" > "$0.tmp" && mv "$0.tmp" "$0"; exit "$code"';
@@ -27,7 +28,7 @@ function address(): string {
 }
 
 function exitFileOf(executionDir: string): string {
-  return join(executionDir, 'exit-code');
+  return join(executionDir, EXIT_CODE_FILE);
 }
 
 /** Whether the process is alive and still the wrapper of this execution (a pid may be reused after a restart). */
@@ -131,16 +132,12 @@ export class LocalDriver implements ClusterDriver {
     if (await runs(Number(execution.driverRef), exitFile)) return { state: 'running' };
     // Its background leftovers end with it, as when the hub saw it exit.
     this.signal(Number(execution.driverRef), 'SIGKILL');
-    let text: string;
-    try {
-      text = await readFile(exitFile, 'utf8');
-    } catch {
-      return { state: 'lost', message: 'The process ended without leaving an exit code (killed, or the host restarted)' };
-    }
-    const exitCode = Number(text);
-    return exitCode === 0
-      ? { state: 'completed', exitCode, message: 'Exited with code 0' }
-      : { state: 'failed', exitCode, message: `Exited with code ${exitCode}` };
+    return (
+      (await outcomeFromExitCode(execution.executionDir)) ?? {
+        state: 'lost',
+        message: 'The process ended without leaving an exit code (killed, or the host restarted)',
+      }
+    );
   }
 
   /** Signals the whole process group: the wrapper and everything the task started. */

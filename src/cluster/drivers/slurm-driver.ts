@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type SlurmJobState } from './slurm-output.js';
 
 const run = promisify(execFile);
@@ -70,7 +71,7 @@ export class SlurmDriver implements ClusterDriver {
       ...launch.args,
     ];
     // The job's environment is exactly sbatch's: the execution's, and the PATH to find the commands.
-    const env = { ...launch.env, HUB_EXIT_FILE: join(launch.executionDir, 'exit-code'), PATH: launch.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin' };
+    const env = { ...launch.env, HUB_EXIT_FILE: join(launch.executionDir, EXIT_CODE_FILE), PATH: launch.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin' };
     const jobId = (await slurm('sbatch', args, env)).trim().split(';')[0];
     if (!/^\d+$/.test(jobId)) throw new SlurmCommandError(`sbatch printed no job id (${JSON.stringify(jobId)})`);
     return jobId;
@@ -101,19 +102,11 @@ export class SlurmDriver implements ClusterDriver {
     if (job && QUEUED.has(job.state)) return { state: 'queued' };
     if (job && RUNNING.has(job.state)) return { state: 'running', node: job.node };
     if (job && LOST.has(job.state)) return { state: 'lost', message: `Slurm ended job ${execution.driverRef}: ${job.state} (${job.reason})` };
-    let exitCode: number | undefined;
-    try {
-      exitCode = Number(await readFile(join(execution.executionDir, 'exit-code'), 'utf8'));
-    } catch {
-      // Killed before it could write one (cancelled, timed out), or never run.
-    }
-    if (exitCode === undefined && !job) return { state: 'lost', message: `Slurm no longer knows job ${execution.driverRef} and it left no exit code` };
-    if (exitCode === undefined) {
-      const why = job?.state === 'TIMEOUT' ? 'its time limit' : job?.state === 'CANCELLED' ? 'cancelled' : (job?.state ?? 'ended');
-      return { state: 'failed', exitCode: (job?.waitStatus ?? 0) >> 8 || 1, message: `Slurm job ${execution.driverRef} ended: ${why}` };
-    }
-    return exitCode === 0
-      ? { state: 'completed', exitCode, message: 'Exited with code 0' }
-      : { state: 'failed', exitCode, message: `Exited with code ${exitCode}` };
+    const ended = await outcomeFromExitCode(execution.executionDir);
+    if (ended) return ended;
+    if (!job) return { state: 'lost', message: `Slurm no longer knows job ${execution.driverRef} and it left no exit code` };
+    // Killed before its script could write one: cancelled, or out of time.
+    const why = job.state === 'TIMEOUT' ? 'its time limit' : job.state === 'CANCELLED' ? 'cancelled' : job.state;
+    return { state: 'failed', exitCode: job.waitStatus >> 8 || 1, message: `Slurm job ${execution.driverRef} ended: ${why}` };
   }
 }
