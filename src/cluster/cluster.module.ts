@@ -1,6 +1,10 @@
 import { Module, type Provider } from '@nestjs/common';
 import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
 import { HubConfig } from '../common/config/hub-config.js';
+import { StartupError } from '../common/errors/startup-error.js';
+import { HubLogger } from '../common/logging/hub-logger.js';
+import { systemAccount, type SystemAccount } from '../common/system-account.js';
 import { DatabaseModule } from '../common/database/database.module.js';
 import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -18,13 +22,33 @@ import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution } from './entities/job-execution.entity.js';
 
+/** Tasks run as this account when the hub runs as root. */
+const JOBS_ACCOUNT = 'hub-jobs';
+
+/** The account local tasks run as; without one (the hub is not root), a warning of what that means. */
+function jobsAccount(logger: Logger): SystemAccount | undefined {
+  let account: SystemAccount | undefined;
+  try {
+    account = systemAccount(JOBS_ACCOUNT, () => logger.info(`Creating the system user "${JOBS_ACCOUNT}" to run local jobs as`));
+  } catch (error) {
+    throw new StartupError(
+      `The hub runs as root and runs jobs as the user "${JOBS_ACCOUNT}"; creating it failed (${(error as Error).message.trim()}). Create it.`,
+    );
+  }
+  if (!account)
+    logger.warn(
+      "The local driver runs jobs as the hub's own user, who can read the hub's secrets: give Create on /ClusterJobs only to trusted users, or run the hub as root so that jobs run as the unprivileged user hub-jobs",
+    );
+  return account;
+}
+
 const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
-  inject: [HubConfig],
-  useFactory: (config: HubConfig): ClusterDriver =>
-    config.clusterDriver === 'slurm'
-      ? new SlurmDriver()
-      : new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism() }),
+  inject: [HubConfig, HubLogger],
+  useFactory: (config: HubConfig, logger: HubLogger): ClusterDriver => {
+    if (config.clusterDriver === 'slurm') return new SlurmDriver();
+    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), account: jobsAccount(logger.for('cluster')) });
+  },
 };
 
 /**

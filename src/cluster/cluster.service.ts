@@ -1,4 +1,4 @@
-import { lstat, readdir, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
@@ -13,7 +13,7 @@ import { ProfileBindingsService } from '../execution-profiles/profile-bindings.s
 import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.service.js';
 import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
-import { parseByteWindow, readWindow } from './byte-window.js';
+import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LOG_NAMES } from './drivers/cluster-driver.js';
@@ -142,9 +142,9 @@ export class ClusterService {
     const profile = await this.profiles.find(profileId);
     const errors: FieldError[] = [];
     if (!namespace) errors.push({ path: '/namespace', message: `No namespace is named '${input.namespace}'` });
-    if (!profile) errors.push({ path: '/executionProfileId', message: `No execution profile has the id ${input.executionProfileId}` });
-    else if (namespace && !(await this.bindings.isBound(profileId, namespace.id)))
-      errors.push({ path: '/executionProfileId', message: `Execution profile '${profile.name}' is not bound to namespace '${namespace.name}'` });
+    // One answer for a profile that does not exist and one not bound here, by id: its name may not be the caller's to know.
+    else if (!profile || !(await this.bindings.isBound(profileId, namespace.id)))
+      errors.push({ path: '/executionProfileId', message: `No execution profile ${profileId} is bound to namespace '${namespace.name}'` });
     if (!namespace || !profile || errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
     return this.run({
       name: input.name,
@@ -231,54 +231,59 @@ export class ClusterService {
     if (!execution) throw executionNotFound(id);
     if (execution.taskName !== taskName) throw new NotFoundError(`Job execution ${id} has no task '${taskName}'`);
     if (!(LOG_NAMES as readonly string[]).includes(logName)) throw new NotFoundError(`A task has the logs ${LOG_NAMES.join(' and ')}, not '${logName}'`);
+    const logs = join(execution.workDir, 'logs');
     try {
-      return message(await readWindow(join(execution.workDir, 'logs', logName), range));
+      return message(await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return message('');
+      // Not started yet: nothing logged.
+      if (error instanceof NotFoundError || (error as NodeJS.ErrnoException).code === 'ENOENT') return message('');
       throw error;
     }
   }
 
   /**
    * A window of a file in an execution's working directory, or the listing of a directory there
-   * (one name per line, directories ending in `/`). Paths are relative; `..`, absolute paths and
-   * symbolic links that lead out of the working directory are refused (400).
+   * (one name per line, directories ending in `/`, at most 10,000). Paths are relative; `..`,
+   * absolute paths and links that lead out of the working directory are refused (400), and what
+   * is read is checked on the opened descriptor, so that a task swapping directories for links
+   * meanwhile cannot lead the read elsewhere.
    */
   async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<MessageDto> {
     const range = parseByteWindow(undefined, query.offset, query.limit);
+    if (Array.isArray(query.path)) throw InvalidInputError.at('path', 'path is given more than once');
     const path = typeof query.path === 'string' ? query.path : '';
     const problem = path.includes('\0')
       ? 'must not contain NUL'
       : isAbsolute(path)
         ? 'must be relative to the working directory'
-        : path.split(/[\\/]/).includes('..')
+        : path.split('/').includes('..')
           ? 'must not contain ..'
           : undefined;
     if (problem) throw InvalidInputError.at('path', `path ${problem}`);
     const execution = await this.cluster.findExecution(id);
     if (!execution) throw executionNotFound(id);
     const root = join(execution.workDir, 'work');
-    let resolved: string;
     let rootReal: string;
     try {
-      [rootReal, resolved] = await Promise.all([realpath(root), realpath(join(root, path))]);
+      rootReal = await realpath(root);
+      // The working directory itself, not a link a task put in its place.
+      if (rootReal !== join(await realpath(execution.workDir), 'work'))
+        throw InvalidInputError.at('path', 'The working directory was replaced by a link; it is not read');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`No file '${path}' in the working directory of job execution ${id}`);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`Job execution ${id} has not started: it has no working directory yet`);
       throw error;
+    }
+    const what = `'${path}' in the working directory of job execution ${id}`;
+    let resolved: string;
+    try {
+      resolved = await realpath(join(root, path));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`No ${what}`);
+      throw InvalidInputError.at('path', `${what} cannot be read`);
     }
     const inside = relative(rootReal, resolved);
     if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) throw InvalidInputError.at('path', 'path leads out of the working directory');
-    const stats = await lstat(resolved);
-    if (stats.isDirectory()) {
-      const entries = await readdir(resolved, { withFileTypes: true });
-      return message(
-        entries
-          .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
-          .sort()
-          .join('\n'),
-      );
-    }
-    if (!stats.isFile()) throw InvalidInputError.at('path', `'${path}' is neither a file nor a directory`);
-    return message(await readWindow(resolved, range));
+    if (await isDirectory(resolved)) return message((await listDirectory(resolved, rootReal, what)).join('\n'));
+    return message(await readWindow(resolved, rootReal, range, what));
   }
 }

@@ -85,7 +85,9 @@ export class AccessGuard implements CanActivate {
       request.access = { asSelf };
       return true;
     }
-    if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${object} not found`);
+    // Named as the request named it: the object checked may be another (an execution's job), which the caller may not know.
+    const asRequested = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
+    if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${asRequested} not found`);
     throw notAllowed(access.action, object, where ? { where } : namespace);
   }
 

@@ -814,7 +814,10 @@ describe('the cluster on the local driver', () => {
       expect((await c.file(UNKNOWN_ID, 'path=digits')).statusCode).toBe(404);
       // Neither a file nor a directory: refused as bad input, not read.
       const pipe = await c.file(executionId, 'path=pipe');
-      expect([pipe.statusCode, pipe.json<{ detail: string }>().detail]).toEqual([400, "'pipe' is neither a file nor a directory"]);
+      expect([pipe.statusCode, pipe.json<{ detail: string }>().detail]).toEqual([
+        400,
+        expect.stringMatching(/^'pipe' in the working directory of job execution \S+ is not a regular file or directory$/),
+      ]);
       for (const bad of ['path=digits&offset=-1', 'path=digits&limit=0', 'path=digits&limit=x'])
         expect([bad, (await c.file(executionId, bad)).statusCode]).toEqual([bad, 400]);
     });
@@ -882,11 +885,12 @@ describe('the cluster on the local driver', () => {
     it('refuses an unknown namespace, an unknown profile and a profile not bound to the namespace', async () => {
       await expectInvalid({ ...valid(), namespace: 'nowhere' }, ['/namespace']);
       await expectInvalid({ ...valid(), executionProfileId: UNKNOWN_ID }, ['/executionProfileId']);
-      await expectInvalid({ ...valid(), namespace: 'nowhere', executionProfileId: UNKNOWN_ID }, ['/namespace', '/executionProfileId']);
+      // Without a namespace there is nothing to be bound to: only the namespace is named.
+      await expectInvalid({ ...valid(), namespace: 'nowhere', executionProfileId: UNKNOWN_ID }, ['/namespace']);
       await c.created('/api/v2/namespaces', { name: 'unbound' });
       const response = await c.call('POST', `${API}/jobs`, { ...valid(), namespace: 'unbound' });
       expect([response.statusCode, problemPaths(response)]).toEqual([400, ['/executionProfileId']]);
-      expect(response.json<{ detail: string }>().detail).toContain("not bound to namespace 'unbound'");
+      expect(response.json<{ detail: string }>().detail).toContain("is bound to namespace 'unbound'");
       // Priorities 0 and 100 are the bounds.
       for (const priority of [0, 100]) expect((await c.submit({ ...valid(), name: `bound-${priority}`, priority })).priority).toBe(priority);
     });

@@ -46,7 +46,14 @@ export interface Tracked {
 export type Outcome =
   | { readonly state: 'queued' }
   | { readonly state: 'running'; readonly node?: string }
-  | { readonly state: 'completed' | 'failed'; readonly exitCode: number; readonly message: string; readonly node?: string }
+  | {
+      readonly state: 'completed' | 'failed';
+      readonly exitCode: number;
+      readonly message: string;
+      readonly node?: string;
+      /** When it ended, if the driver knows (it may have been while the hub was down). */
+      readonly finishedAt?: string;
+    }
   | { readonly state: 'lost'; readonly message: string; readonly node?: string };
 
 /**

@@ -1,18 +1,34 @@
 import { spawn } from 'node:child_process';
-import { mkdir, open, readFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { SystemAccount } from '../../common/system-account.js';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 
-/** Runs the task, then writes its exit code where the hub finds it, even across a hub restart. */
-const WRAPPER = '"$@"; code=$?; printf %s "$code" > "$0.tmp" && mv "$0.tmp" "$0"; exit "$code"';
+/**
+ * Runs the task, passing a stop's SIGTERM on and waiting for it to finish cleaning up, then writes
+ * its exit code where the hub finds it, even across a hub restart. `$0` is that file.
+ */
+const WRAPPER = [
+  'trap \'kill -TERM "$child" 2>/dev/null\' TERM INT',
+  '"$@" & child=$!',
+  'wait "$child"; code=$?',
+  'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
+  'printf %s "$code" > "$0.tmp" && mv "$0.tmp" "$0"',
+  'exit "$code"',
+].join('\n');
 const STOP_GRACE_MS = 5000;
 
 export interface LocalDriverOptions {
   readonly labels: readonly string[];
   /** How many CPUs' worth of executions run at once; the rest wait (pending). */
   readonly slots: number;
+  /**
+   * The unprivileged account tasks run as (the hub runs as root); undefined: as the hub's own
+   * user, which then shares everything the hub can read with every task.
+   */
+  readonly account: SystemAccount | undefined;
 }
 
 function operatingSystem(): string {
@@ -78,14 +94,28 @@ export class LocalDriver implements ClusterDriver {
     ]);
   }
 
+  /**
+   * The execution's directory belongs to the hub and its logs are opened by the hub; only `work/`
+   * belongs to the task's account, so a task can neither rewrite its exit code nor swap its logs
+   * or its working directory for links. Executions' directories cannot be listed by tasks.
+   */
   async start(launch: Launch): Promise<string> {
     const workDir = join(launch.executionDir, 'work');
     const logs = join(launch.executionDir, 'logs');
-    await mkdir(workDir, { recursive: true });
-    await mkdir(logs, { recursive: true });
-    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a'), open(join(logs, 'stderr'), 'a')]);
+    await mkdir(workDir, { recursive: true, mode: 0o755 });
+    await mkdir(logs, { recursive: true, mode: 0o755 });
+    const account = this.options.account;
+    if (account) {
+      await chmod(dirname(launch.executionDir), 0o711);
+      await chown(workDir, account.uid, account.gid);
+      await chmod(workDir, 0o700);
+    }
+    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a', 0o644), open(join(logs, 'stderr'), 'a', 0o644)]);
+    const task = account
+      ? ['setpriv', `--reuid=${account.uid}`, `--regid=${account.gid}`, '--clear-groups', '--', launch.command, ...launch.args]
+      : [launch.command, ...launch.args];
     try {
-      const child = spawn('/bin/sh', ['-c', WRAPPER, exitFileOf(launch.executionDir), launch.command, ...launch.args], {
+      const child = spawn('/bin/sh', ['-c', WRAPPER, exitFileOf(launch.executionDir), ...task], {
         cwd: workDir,
         env: { ...launch.env },
         detached: true,

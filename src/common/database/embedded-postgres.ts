@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { readOrCreateSecretFile } from '../config/secret-file.js';
+import { systemAccount, type SystemAccount } from '../system-account.js';
 import { StartupError } from '../errors/startup-error.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { isRunning, processInfo, waitForExit } from './processes.js';
@@ -19,11 +20,7 @@ interface PostgresBinaries {
 }
 
 /** The unprivileged account the server runs as when the hub runs as root. */
-interface ServerAccount {
-  readonly name: string;
-  readonly uid: number;
-  readonly gid: number;
-}
+type ServerAccount = SystemAccount;
 
 export interface EmbeddedPostgresOptions {
   /** The hub's data directory; the server keeps its files in `<dataDir>/postgres`. */
@@ -60,22 +57,10 @@ async function loadBinaries(): Promise<PostgresBinaries> {
 }
 
 function serverAccount(logger: Logger): ServerAccount | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const lookUp = (): ServerAccount => ({
-    name: ACCOUNT_NAME,
-    uid: Number(execFileSync('id', ['-u', ACCOUNT_NAME], { encoding: 'utf8', stdio: 'pipe' }).trim()),
-    gid: Number(execFileSync('id', ['-g', ACCOUNT_NAME], { encoding: 'utf8', stdio: 'pipe' }).trim()),
-  });
   try {
-    return lookUp();
-  } catch {
-    logger.info(`Creating the system user "${ACCOUNT_NAME}" to run the embedded PostgreSQL server, which refuses to run as root`);
-  }
-  try {
-    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ACCOUNT_NAME], {
-      stdio: 'pipe',
-    });
-    return lookUp();
+    return systemAccount(ACCOUNT_NAME, () =>
+      logger.info(`Creating the system user "${ACCOUNT_NAME}" to run the embedded PostgreSQL server, which refuses to run as root`),
+    );
   } catch (error) {
     throw new StartupError(
       `The hub runs as root and PostgreSQL cannot; creating the user "${ACCOUNT_NAME}" failed (${(error as Error).message.trim()}). Create it, run the hub as another user, or set DATABASE_URL.`,
