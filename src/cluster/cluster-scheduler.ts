@@ -8,7 +8,7 @@ import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { describeConstraint, unmetConstraint, type NodeFacts } from '../execution-profiles/node-constraints.js';
 import { ClusterRepository, taskEvent, type PendingExecution, type StartedExecution } from './cluster.repository.js';
-import { CLUSTER_DRIVER, type ClusterDriver, type Outcome } from './drivers/cluster-driver.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
 import type { JobExecution, TaskEvent } from './entities/job-execution.entity.js';
@@ -112,7 +112,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         return true;
       });
       if (stopped && execution.driverRef)
-        await this.driver.stop({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir });
+        await this.stopQuietly({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir });
     }
   }
 
@@ -218,9 +218,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         return true;
       });
       // Stopped while it was being started: nothing will follow it, so it must not run on.
-      if (!recorded) await this.driver.stop({ executionId: execution.id, driverRef, executionDir: execution.workDir });
+      if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.workDir });
     } catch (error) {
       await this.cluster.updateExecution(execution.id, (current) => {
+        if (current.status !== 'pending') return false;
         this.end(current, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`));
         return true;
       });
@@ -246,13 +247,28 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         // It ran and ended between two looks (a short job on a queueing cluster): it did start.
         if (current.status === 'pending' && outcome.node)
           this.markRunning(current, { id: this.ownNodes.get(outcome.node) ?? current.nodeId, name: outcome.node });
-        this.end(current, outcome.state, 'exitCode' in outcome ? outcome.exitCode : null, this.eventOf(outcome));
+        this.end(
+          current,
+          outcome.state,
+          'exitCode' in outcome ? outcome.exitCode : null,
+          this.eventOf(outcome),
+          'finishedAt' in outcome ? outcome.finishedAt : undefined,
+        );
         return true;
       }
       if (current.status === 'running') return false;
       this.markRunning(current, { id: (outcome.node && this.ownNodes.get(outcome.node)) ?? current.nodeId, name: outcome.node ?? 'its node' });
       return true;
     });
+  }
+
+  /** Kills what runs of an execution already ended in the hub's eyes; a driver's failure to is logged, not the caller's problem. */
+  private async stopQuietly(tracked: Tracked): Promise<void> {
+    try {
+      await this.driver.stop(tracked);
+    } catch (error) {
+      this.logger.error({ err: error, executionId: tracked.executionId }, 'The cluster driver could not stop an execution');
+    }
   }
 
   /** Runs one execution's step so that a failure there is logged and leaves the others to go on. */
@@ -277,12 +293,16 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
   }
 
-  private end(execution: JobExecution, status: 'completed' | 'failed' | 'lost', exitCode: number | null, event: TaskEvent): void {
+  /** Ends an execution's task, at `finishedAt` when the driver knows (it may have ended while the hub was down), else now. */
+  private end(execution: JobExecution, status: 'completed' | 'failed' | 'lost', exitCode: number | null, event: TaskEvent, finishedAt?: string): void {
     execution.status = status;
     execution.exitCode = exitCode;
     execution.taskState.status = 'dead';
     execution.taskState.failed = status !== 'completed';
-    execution.taskState.finishedAt = new Date().toISOString();
+    const ended = finishedAt ?? new Date().toISOString();
+    // A fast task may write its exit code before the hub has recorded its start: it did not end before it began.
+    const started = execution.taskState.startedAt;
+    execution.taskState.finishedAt = started && Date.parse(started) > Date.parse(ended) ? started : ended;
     execution.taskState.events.push(event);
   }
 }

@@ -8,18 +8,38 @@ import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type Slurm
 
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 30_000;
-/** The batch script: runs the task given as its arguments, then writes its exit code next to its logs. */
-const JOB_SCRIPT = '#!/bin/sh\n"$@"\ncode=$?\nprintf %s "$code" > "$HUB_EXIT_FILE.tmp" && mv "$HUB_EXIT_FILE.tmp" "$HUB_EXIT_FILE"\nexit "$code"\n';
+/**
+ * The batch script: takes the execution's environment from a file (so that none of it reaches
+ * `sbatch` itself), runs the task given as its other arguments, then writes its exit code next
+ * to its logs.
+ */
+const JOB_SCRIPT = [
+  '#!/bin/sh',
+  'env_file=$1; exit_file=$2; shift 2',
+  'set -a; . "$env_file"; set +a',
+  '"$@"; code=$?',
+  'printf %s "$code" > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"',
+  'exit "$code"',
+  '',
+].join('\n');
+
+/** `NAME='value'` lines a shell reads back exactly. */
+function environmentFile(env: Readonly<Record<string, string>>): string {
+  return Object.entries(env)
+    .map(([name, value]) => `${name}='${value.replace(/'/g, `'\\''`)}'\n`)
+    .join('');
+}
 
 /** Slurm job states that have not ended: queued, or running. */
 const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'SUSPENDED', 'PREEMPTED', 'RESIZING']);
 const RUNNING = new Set(['RUNNING', 'COMPLETING', 'SIGNALING', 'STAGE_OUT']);
 /** Ended without the job's own doing: the node or Slurm failed it. */
-const LOST = new Set(['NODE_FAIL', 'BOOT_FAIL', 'DEADLINE', 'REVOKED']);
+const LOST = new Set(['NODE_FAIL', 'BOOT_FAIL']);
 
-async function slurm(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<string> {
+/** Runs one of Slurm's commands with the hub's own environment, never a job's. */
+async function slurm(command: string, args: readonly string[]): Promise<string> {
   try {
-    const { stdout } = await run(command, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, ...(env && { env }) });
+    const { stdout } = await run(command, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
     return stdout;
   } catch (error) {
     const failure = error as Error & { stderr?: string; code?: string | number };
@@ -52,8 +72,10 @@ export class SlurmDriver implements ClusterDriver {
     await mkdir(workDir, { recursive: true });
     await mkdir(logs, { recursive: true });
     const script = join(launch.executionDir, 'job.sh');
+    const envFile = join(launch.executionDir, 'environment');
     await writeFile(script, JOB_SCRIPT);
     await chmod(script, 0o755);
+    await writeFile(envFile, environmentFile(launch.env), { mode: 0o600 });
     const features = featureExpression(launch.constraints);
     const args = [
       '--parsable',
@@ -65,14 +87,15 @@ export class SlurmDriver implements ClusterDriver {
       ...(launch.memory > 0 ? [`--mem=${launch.memory}`] : []),
       ...(features ? [`--constraint=${features}`] : []),
       ...(launch.excludedNodes.length > 0 ? [`--exclude=${launch.excludedNodes.join(',')}`] : []),
-      '--export=ALL',
+      // The job starts from nothing but Slurm's own variables; its script reads the rest from the file.
+      '--export=NONE',
       script,
+      envFile,
+      join(launch.executionDir, EXIT_CODE_FILE),
       launch.command,
       ...launch.args,
     ];
-    // The job's environment is exactly sbatch's: the execution's, and the PATH to find the commands.
-    const env = { ...launch.env, HUB_EXIT_FILE: join(launch.executionDir, EXIT_CODE_FILE), PATH: launch.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin' };
-    const jobId = (await slurm('sbatch', args, env)).trim().split(';')[0];
+    const jobId = (await slurm('sbatch', args)).trim().split(';')[0];
     if (!/^\d+$/.test(jobId)) throw new SlurmCommandError(`sbatch printed no job id (${JSON.stringify(jobId)})`);
     return jobId;
   }
@@ -105,6 +128,8 @@ export class SlurmDriver implements ClusterDriver {
     const ended = await outcomeFromExitCode(execution.executionDir);
     if (ended) return ended;
     if (!job) return { state: 'lost', message: `Slurm no longer knows job ${execution.driverRef} and it left no exit code` };
+    // Its exit code may not be visible on this host yet (a shared directory's caching): Slurm's word is enough.
+    if (job.state === 'COMPLETED') return { state: 'completed', exitCode: 0, message: 'Exited with code 0' };
     // Killed before its script could write one: cancelled, or out of time.
     const why = job.state === 'TIMEOUT' ? 'its time limit' : job.state === 'CANCELLED' ? 'cancelled' : job.state;
     return { state: 'failed', exitCode: job.waitStatus >> 8 || 1, message: `Slurm job ${execution.driverRef} ended: ${why}` };
