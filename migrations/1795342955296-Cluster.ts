@@ -21,7 +21,7 @@ export class Cluster1795342955296 implements MigrationInterface {
     );
     await queryRunner.query(`CREATE UNIQUE INDEX "cluster_nodes_name_key" ON "cluster_nodes" ("name")`);
     await queryRunner.query(
-      `CREATE TABLE "job_executions" ("id" uuid NOT NULL DEFAULT gen_random_uuid(), "job_id" uuid NOT NULL, "node_id" uuid, "status" text NOT NULL, "task_name" text NOT NULL, "task_state" jsonb NOT NULL, "reserved_cpu" integer NOT NULL, "reserved_memory" integer NOT NULL, "driver_ref" text, "exit_code" integer, "work_dir" text NOT NULL, "created" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), "modified" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), CONSTRAINT "PK_8065e5e94f2131484c1af3c8553" PRIMARY KEY ("id"))`,
+      `CREATE TABLE "job_executions" ("id" uuid NOT NULL DEFAULT gen_random_uuid(), "job_id" uuid NOT NULL, "node_id" uuid, "status" text NOT NULL, "task_name" text NOT NULL, "task_state" jsonb NOT NULL, "reserved_cpu" integer NOT NULL, "reserved_memory" integer NOT NULL, "driver_ref" text, "exit_code" integer, "execution_dir" text NOT NULL, "created" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), "modified" TIMESTAMP(3) WITH TIME ZONE NOT NULL DEFAULT now(), CONSTRAINT "PK_8065e5e94f2131484c1af3c8553" PRIMARY KEY ("id"))`,
     );
     await queryRunner.query(`CREATE INDEX "job_executions_created_idx" ON "job_executions" ("created", "id")`);
     await queryRunner.query(`CREATE INDEX "job_executions_node_id_idx" ON "job_executions" ("node_id")`);

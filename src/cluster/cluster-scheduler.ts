@@ -21,8 +21,9 @@ const PRUNE_BATCH = 500;
 /** What the hub passes to every execution from its own environment; nothing else of it (its settings, secrets) leaks to jobs. */
 const INHERITED_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'TZ'];
 
+/** A node as constraints see it: `node.attr.os` and `node.os` agree, as the node detail shows `os` among its attributes. */
 function factsOf(node: ClusterNode): NodeFacts {
-  return { name: node.name, os: node.os, labels: node.labels, attributes: node.attributes };
+  return { name: node.name, os: node.os, labels: node.labels, attributes: { ...node.attributes, os: node.os } };
 }
 
 /** Adds an event to a task unless the last one says the same (a placement that keeps failing is one event, not one per tick). */
@@ -112,7 +113,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         return true;
       });
       if (stopped && execution.driverRef)
-        await this.stopQuietly({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir });
+        await this.stopQuietly({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.executionDir });
     }
   }
 
@@ -121,7 +122,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const before = new Date(Date.now() - this.config.jobRetentionDays * 24 * 3600 * 1000);
     const dead = await this.cluster.deadBefore(before, PRUNE_BATCH);
     if (dead.length === 0) return;
-    for (const job of dead) for (const dir of job.workDirs) await rm(dir, { recursive: true, force: true });
+    for (const job of dead) for (const dir of job.executionDirs) await rm(dir, { recursive: true, force: true });
     await this.cluster.deleteJobs(dead.map((job) => job.id));
     this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
   }
@@ -155,7 +156,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** Places one pending execution, or notes why it waits. */
   private async placeOne(execution: PendingExecution, nodes: readonly ClusterNode[], used: Map<string, number>): Promise<void> {
-    const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.task.constraints));
+    const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints));
     if (fitting.length === 0) return this.note(execution, this.placementFailure(execution, nodes));
     // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
     const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
@@ -172,7 +173,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   private placementFailure(execution: PendingExecution, nodes: readonly ClusterNode[]): TaskEvent {
     if (nodes.length === 0) return taskEvent('PlacementFailed', 'No node takes work now (all are down, draining or not workers)');
-    const unmet = nodes.map((node) => `${node.name}: ${describeConstraint(unmetConstraint(factsOf(node), execution.task.constraints) as never)}`);
+    const unmet = nodes.map((node) => `${node.name}: ${describeConstraint(unmetConstraint(factsOf(node), execution.constraints) as never)}`);
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
@@ -182,7 +183,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   private async start(execution: PendingExecution, node: ClusterNode, excludedNodes: string[]): Promise<void> {
-    const { task } = execution;
+    const task = await this.cluster.taskOf(execution.jobId);
     const inherited = Object.fromEntries(
       INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
     );
@@ -190,7 +191,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       ...inherited,
       ...task.environment,
       ...Object.fromEntries(task.envVars.map(({ name, value }) => [name, value])),
-      HOME: join(execution.workDir, 'work'),
+      HOME: join(execution.executionDir, 'work'),
       HUB_JOB_ID: execution.jobId,
       HUB_EXECUTION_ID: execution.id,
       HUB_TASK_NAME: task.name,
@@ -202,7 +203,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         command: task.command,
         args: task.args,
         env,
-        executionDir: execution.workDir,
+        executionDir: execution.executionDir,
         cpu: execution.reservedCpu,
         memory: execution.reservedMemory,
         constraints: task.constraints,
@@ -218,7 +219,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         return true;
       });
       // Stopped while it was being started: nothing will follow it, so it must not run on.
-      if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.workDir });
+      if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     } catch (error) {
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending') return false;
@@ -233,7 +234,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const started = await this.cluster.started([...this.ownNodes.values()]);
     if (started.length === 0) return;
     const outcomes = await this.driver.outcomes(
-      started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.workDir })),
+      started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.executionDir })),
     );
     for (const execution of started) await this.isolated(execution.id, () => this.settle(execution, outcomes.get(execution.id)));
   }

@@ -3,6 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import { fetchListPage, whereInScopeOrOwned, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
+import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
@@ -26,10 +27,11 @@ export interface PendingExecution {
   readonly id: string;
   readonly jobId: string;
   readonly executionProfileId: string;
-  readonly task: TaskSpec;
+  /** Its profile's constraints only: the rest of its task (which may be large) is read when it starts. */
+  readonly constraints: readonly NodeConstraint[];
   readonly reservedCpu: number;
   readonly reservedMemory: number;
-  readonly workDir: string;
+  readonly executionDir: string;
   /** The last event of its task, to note a new one only when it says something else. */
   readonly lastEvent: TaskEvent | null;
 }
@@ -40,7 +42,7 @@ export interface StartedExecution {
   readonly jobId: string;
   readonly status: 'pending' | 'running';
   readonly driverRef: string;
-  readonly workDir: string;
+  readonly executionDir: string;
 }
 
 export interface TaskSummary {
@@ -166,7 +168,7 @@ export class ClusterRepository {
   // Jobs
 
   /** A job and its first execution, pending, in one transaction. */
-  async insertJob(job: NewJob, execution: { reservedCpu: number; reservedMemory: number; workDirOf: (id: string) => string }): Promise<ClusterJob> {
+  async insertJob(job: NewJob, execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string }): Promise<ClusterJob> {
     return this.dataSource.transaction(async (manager) => {
       const saved = await manager.save(manager.create(ClusterJob, { ...job, status: 'pending', submitTime: new Date(), finishedTime: null }));
       const taskState: TaskState = {
@@ -179,9 +181,9 @@ export class ClusterRepository {
         events: [taskEvent('Received', 'Task received by the hub')],
       };
       const created = await manager.save(
-        manager.create(JobExecution, { jobId: saved.id, status: 'pending', taskName: job.task.name, taskState, ...execution, workDir: '', nodeId: null }),
+        manager.create(JobExecution, { jobId: saved.id, status: 'pending', taskName: job.task.name, taskState, ...execution, executionDir: '', nodeId: null }),
       );
-      await manager.update(JobExecution, { id: created.id }, { workDir: execution.workDirOf(created.id) });
+      await manager.update(JobExecution, { id: created.id }, { executionDir: execution.executionDirOf(created.id) });
       return saved;
     });
   }
@@ -204,14 +206,21 @@ export class ClusterRepository {
     return summaries;
   }
 
+  /** What a job runs, read when one of its executions starts. */
+  async taskOf(jobId: string): Promise<TaskSpec> {
+    const rows: { task: TaskSpec }[] = await this.dataSource.query('SELECT task FROM cluster_jobs WHERE id = $1', [jobId]);
+    if (rows.length === 0) throw new Error(`Job ${jobId} is gone`);
+    return rows[0].task;
+  }
+
   findJob(id: string): Promise<ClusterJob | null> {
     return this.dataSource.getRepository(ClusterJob).findOneBy({ id });
   }
 
   /** Jobs dead since before `before`, with their executions' directories, for the retention prune. */
-  async deadBefore(before: Date, limit: number): Promise<{ id: string; workDirs: string[] }[]> {
+  async deadBefore(before: Date, limit: number): Promise<{ id: string; executionDirs: string[] }[]> {
     return this.dataSource.query(
-      `SELECT j.id, coalesce(array_agg(e.work_dir) FILTER (WHERE e.id IS NOT NULL), '{}') AS "workDirs"
+      `SELECT j.id, coalesce(array_agg(e.execution_dir) FILTER (WHERE e.id IS NOT NULL), '{}') AS "executionDirs"
        FROM cluster_jobs j LEFT JOIN job_executions e ON e.job_id = j.id
        WHERE j.status = 'dead' AND j.finished_time < $1 GROUP BY j.id LIMIT $2`,
       [before, limit],
@@ -269,8 +278,8 @@ export class ClusterRepository {
    */
   pending(limit: number): Promise<PendingExecution[]> {
     return this.dataSource.query(
-      `SELECT e.id, e.job_id AS "jobId", j.execution_profile_id AS "executionProfileId", j.task, e.reserved_cpu AS "reservedCpu",
-              e.reserved_memory AS "reservedMemory", e.work_dir AS "workDir", e.task_state->'events'->-1 AS "lastEvent"
+      `SELECT e.id, e.job_id AS "jobId", j.execution_profile_id AS "executionProfileId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu",
+              e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent"
        FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
        WHERE e.status = 'pending' AND e.node_id IS NULL
        ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), j.priority DESC, e.created, e.id LIMIT $1`,
@@ -303,16 +312,16 @@ export class ClusterRepository {
   /** The executions started (or submitted to a queueing cluster) on these nodes that have not ended. */
   started(nodeIds: readonly string[]): Promise<StartedExecution[]> {
     return this.dataSource.query(
-      `SELECT id, job_id AS "jobId", status, driver_ref AS "driverRef", work_dir AS "workDir" FROM job_executions
+      `SELECT id, job_id AS "jobId", status, driver_ref AS "driverRef", execution_dir AS "executionDir" FROM job_executions
        WHERE status IN ('pending', 'running') AND driver_ref IS NOT NULL AND node_id = ANY($1)`,
       [nodeIds],
     );
   }
 
   /** The executions of a job that have not ended. */
-  unfinishedOf(jobId: string): Promise<{ id: string; status: ExecutionStatus; driverRef: string | null; workDir: string }[]> {
+  unfinishedOf(jobId: string): Promise<{ id: string; status: ExecutionStatus; driverRef: string | null; executionDir: string }[]> {
     return this.dataSource.query(
-      `SELECT id, status, driver_ref AS "driverRef", work_dir AS "workDir" FROM job_executions WHERE job_id = $1 AND status IN ('pending', 'running')`,
+      `SELECT id, status, driver_ref AS "driverRef", execution_dir AS "executionDir" FROM job_executions WHERE job_id = $1 AND status IN ('pending', 'running')`,
       [jobId],
     );
   }

@@ -189,7 +189,7 @@ export class ClusterService {
           ownerId: owner.id,
         },
       },
-      { reservedCpu: 1, reservedMemory: 0, workDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+      { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
     );
     this.scheduler.wake();
     return toJobResponse(job);
@@ -231,7 +231,7 @@ export class ClusterService {
     if (!execution) throw executionNotFound(id);
     if (execution.taskName !== taskName) throw new NotFoundError(`Job execution ${id} has no task '${taskName}'`);
     if (!(LOG_NAMES as readonly string[]).includes(logName)) throw new NotFoundError(`A task has the logs ${LOG_NAMES.join(' and ')}, not '${logName}'`);
-    const logs = join(execution.workDir, 'logs');
+    const logs = join(execution.executionDir, 'logs');
     try {
       return message(await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`));
     } catch (error) {
@@ -262,12 +262,12 @@ export class ClusterService {
     if (problem) throw InvalidInputError.at('path', `path ${problem}`);
     const execution = await this.cluster.findExecution(id);
     if (!execution) throw executionNotFound(id);
-    const root = join(execution.workDir, 'work');
+    const root = join(execution.executionDir, 'work');
     let rootReal: string;
     try {
       rootReal = await realpath(root);
       // The working directory itself, not a link a task put in its place.
-      if (rootReal !== join(await realpath(execution.workDir), 'work'))
+      if (rootReal !== join(await realpath(execution.executionDir), 'work'))
         throw InvalidInputError.at('path', 'The working directory was replaced by a link; it is not read');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`Job execution ${id} has not started: it has no working directory yet`);

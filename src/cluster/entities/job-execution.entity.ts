@@ -28,7 +28,7 @@ export interface TaskState {
 
 /**
  * One attempt at running a job's task on a node. `driverRef` is what the driver knows it by (a
- * process id, a Slurm job id); `workDir` holds its working directory and its logs.
+ * process id, a Slurm job id); `executionDir` holds its working directory and its logs.
  */
 @Entity({ name: 'job_executions' })
 @Index('job_executions_job_id_idx', ['jobId'])
@@ -75,8 +75,8 @@ export class JobExecution {
   @Column({ name: 'exit_code', type: 'integer', nullable: true })
   exitCode!: number | null;
 
-  @Column({ name: 'work_dir', type: 'text' })
-  workDir!: string;
+  @Column({ name: 'execution_dir', type: 'text' })
+  executionDir!: string;
 
   @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   created!: Date;
