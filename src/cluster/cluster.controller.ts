@@ -130,8 +130,8 @@ export class ClusterController {
     query: { 'page[offset]': 'Accepted, as the interface lists it; the job detail has no list to page', 'page[limit]': 'Accepted likewise' },
     response: JobDto,
   })
-  getJob(@CurrentCaller() caller: Caller, @Param('jobId', new ResourceId('Job')) jobId: string): Promise<JobDto> {
-    return this.cluster.getJob(caller, jobId);
+  getJob(@CurrentCaller() caller: Caller, @Param('jobId', new ResourceId('Job')) jobId: string, @Query() query: Record<string, unknown>): Promise<JobDto> {
+    return this.cluster.getJob(caller, jobId, query);
   }
 
   @Route({

@@ -5,7 +5,8 @@ import { InvalidInputError, NotFoundError, type FieldError } from '../common/err
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
-import type { ListQuery } from '../common/query/list-query.js';
+import { parsePage, type ListQuery } from '../common/query/list-query.js';
+import type { RawQuery } from '../common/query/query-values.js';
 import { HUB_VERSION } from '../common/hub-version.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -123,7 +124,9 @@ export class ClusterService {
     return { total: page.totalCount, data: page.items.map((job) => toJobListItem(job, summaries.get(job.id))) };
   }
 
-  async getJob(_caller: Caller, id: string): Promise<JobDto> {
+  /** The job detail; `page[offset]` and `page[limit]` are taken (as the interface lists them) and checked, though it has no list to page. */
+  async getJob(_caller: Caller, id: string, query: Record<string, unknown> = {}): Promise<JobDto> {
+    parsePage(query as RawQuery);
     const job = await this.cluster.findJob(id);
     if (!job) throw jobNotFound(id);
     return toJobResponse(job);

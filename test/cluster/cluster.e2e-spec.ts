@@ -614,6 +614,8 @@ describe('the cluster on the local driver', () => {
       expect((await c.call('GET', `${API}/jobs/${UNKNOWN_ID}`)).statusCode).toBe(404);
       expect((await c.call('POST', `${API}/jobs/${UNKNOWN_ID}/stop`)).statusCode).toBe(404);
       expect((await c.call('GET', `${API}/jobs/${job.id}?page[offset]=0&page[limit]=10`)).statusCode).toBe(200);
+      for (const bad of ['page[offset]=-1', 'page[limit]=abc', 'page[limit]=100000', 'page[offset]=1.5'])
+        expect([bad, (await c.call('GET', `${API}/jobs/${job.id}?${bad}`)).statusCode]).toEqual([bad, 400]);
     });
   });
 

@@ -259,6 +259,15 @@ export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
   return { filters, offset, limit, sort, projection };
 }
 
+/** `page[offset]` and `page[limit]` alone, checked as a list's are, for an operation that takes them without being a list. */
+export function parsePage(raw: RawQuery): { offset: number; limit: number } {
+  const errors: FieldError[] = [];
+  const offset = parseInteger(raw['page[offset]'], 'page[offset]', 0, MAX_OFFSET, errors) ?? 0;
+  const limit = parseInteger(raw['page[limit]'], 'page[limit]', 1, MAX_PAGE_LIMIT, errors) ?? DEFAULT_PAGE_LIMIT;
+  if (errors.length > 0) throw invalidQuery(errors);
+  return { offset, limit };
+}
+
 /** The error for bad query parameters: the detail lists them all. */
 export function invalidQuery(errors: readonly FieldError[]): InvalidInputError {
   const detail = errors.map((e) => `${e.path} ${e.message}`).join('; ');
