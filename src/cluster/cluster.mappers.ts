@@ -35,28 +35,17 @@ export function toNodeResponse(node: ClusterNode): NodeDto {
   };
 }
 
+/** What a job shows in a list and in its detail alike. */
+function jobFields(job: ClusterJob): Omit<JobDto, 'properties'> {
+  return { id: job.id, name: job.name, status: job.status, type: job.type, submitTime: job.submitTime.toISOString(), priority: job.priority };
+}
+
 export function toJobListItem(job: ClusterJob, summary: TaskSummary = NO_TASKS): JobListItemDto {
-  return {
-    id: job.id,
-    name: job.name,
-    status: job.status,
-    type: job.type,
-    submitTime: job.submitTime.toISOString(),
-    priority: job.priority,
-    taskSummary: summary,
-  };
+  return { ...jobFields(job), taskSummary: summary };
 }
 
 export function toJobResponse(job: ClusterJob): JobDto {
-  return {
-    id: job.id,
-    name: job.name,
-    status: job.status,
-    type: job.type,
-    submitTime: job.submitTime.toISOString(),
-    priority: job.priority,
-    properties: job.properties,
-  };
+  return { ...jobFields(job), properties: job.properties };
 }
 
 export function toExecutionListItem(execution: ExecutionRow): ExecutionListItemDto {
