@@ -12,6 +12,11 @@ export interface UsageCheck {
 
 /** What still uses an entity, in words ("2 auth domains"), one item per check that counts any. */
 export async function usesOf(checks: readonly UsageCheck[], id: string, manager: EntityManager): Promise<string[]> {
-  const counts = await Promise.all(checks.map(async (check) => ({ holds: check.holds, count: await check.count(id, manager) })));
-  return counts.filter(({ count }) => count > 0).map(({ holds, count }) => `${count} ${holds}`);
+  const uses: string[] = [];
+  // One after another: they share the transaction's one connection.
+  for (const check of checks) {
+    const count = await check.count(id, manager);
+    if (count > 0) uses.push(`${count} ${check.holds}`);
+  }
+  return uses;
 }
