@@ -70,15 +70,16 @@ const EXECUTIONS_SQL = `
          n.name AS "nodeName", j.namespace_id AS "namespaceId", j.owner_id AS "ownerId"
   FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
 
-/** A job's status from its executions': dead once all have ended, running while one runs. */
+/** A job's status from its executions': dead once all have ended (when the last one did), running while one runs. */
 const JOB_STATUS_SQL = `
   UPDATE cluster_jobs j SET
     status = s.status,
-    finished_time = CASE WHEN s.status = 'dead' THEN coalesce(j.finished_time, now()) ELSE NULL END,
+    finished_time = CASE WHEN s.status = 'dead' THEN coalesce(s.finished, now()) ELSE NULL END,
     modified = now()
   FROM (
     SELECT CASE WHEN bool_and(status IN ('completed', 'failed', 'lost')) THEN 'dead'
-                WHEN bool_or(status = 'running') THEN 'running' ELSE 'pending' END AS status
+                WHEN bool_or(status = 'running') THEN 'running' ELSE 'pending' END AS status,
+           max((task_state->>'finishedAt')::timestamptz) AS finished
     FROM job_executions WHERE job_id = $1
   ) s
   WHERE j.id = $1 AND j.status IS DISTINCT FROM s.status`;

@@ -7,11 +7,13 @@ import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './clus
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 
 /**
- * Runs the task, passing a stop's SIGTERM on and waiting for it to finish cleaning up, then writes
- * its exit code where the hub finds it, even across a hub restart. `$0` is that file.
+ * Runs the task and, once it has ended, writes its exit code where the hub finds it, even across
+ * a hub restart (`$0` is that file). A stop signals the whole process group: the wrapper only
+ * notes the signal (a caught one, which the task does not inherit) and keeps waiting while the
+ * task cleans up.
  */
 const WRAPPER = [
-  'trap \'kill -TERM "$child" 2>/dev/null\' TERM INT',
+  "trap ':' TERM INT",
   '"$@" & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
