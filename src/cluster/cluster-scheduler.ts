@@ -61,7 +61,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     driver.onChange(() => this.wake());
   }
 
-  /** Where an execution's working directory and logs go. */
+  /** An execution's directory: its working directory (`work/`), its logs and its exit code. */
   executionDir(executionId: string): string {
     return join(this.config.sharedDir, 'executions', executionId);
   }
@@ -105,15 +105,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** Kills what a job runs and ends its executions (failed, with an event), which makes it dead. */
   async stopJob(job: ClusterJob, reason: string): Promise<void> {
     for (const execution of await this.cluster.unfinishedOf(job.id)) {
-      let stopped = false;
+      // As the locked row has it: the execution may have started since the list was read.
+      let driverRef = null as string | null;
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending' && current.status !== 'running') return false;
-        stopped = current.driverRef !== null;
+        driverRef = current.driverRef;
         this.end(current, 'failed', null, taskEvent('Killed', reason));
         return true;
       });
-      if (stopped && execution.driverRef)
-        await this.stopQuietly({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.executionDir });
+      if (driverRef !== null) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     }
   }
 
