@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { ListScope, type NamespaceScope } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { MessageDto } from '../common/http/message.dto.js';
+import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { Route } from '../common/http/route.decorator.js';
 import { ListParams, ResourceId } from '../common/http/route-params.js';
 import type { ListQuery } from '../common/query/list-query.js';
@@ -17,7 +18,6 @@ import {
   NodeListDto,
   SubmitJobDto,
   VersionDto,
-  type ClusterList,
   type ExecutionListItemDto,
   type JobListItemDto,
   type NodeListItemDto,
@@ -51,7 +51,7 @@ export class ClusterController {
     list: NODE_LIST_QUERY,
     response: NodeListDto,
   })
-  queryNodes(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ClusterList<NodeListItemDto>> {
+  queryNodes(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<TotalEnvelope<NodeListItemDto>> {
     return this.cluster.queryNodes(caller, query);
   }
 
@@ -103,7 +103,7 @@ export class ClusterController {
     list: JOB_LIST_QUERY,
     response: JobListDto,
   })
-  queryJobs(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListScope() scope: NamespaceScope): Promise<ClusterList<JobListItemDto>> {
+  queryJobs(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListScope() scope: NamespaceScope): Promise<TotalEnvelope<JobListItemDto>> {
     return this.cluster.queryJobs(caller, query, scope);
   }
 
@@ -159,7 +159,7 @@ export class ClusterController {
     @CurrentCaller() caller: Caller,
     @ListParams() query: ListQuery,
     @ListScope() scope: NamespaceScope,
-  ): Promise<ClusterList<ExecutionListItemDto>> {
+  ): Promise<TotalEnvelope<ExecutionListItemDto>> {
     return this.cluster.queryExecutions(caller, query, scope);
   }
 

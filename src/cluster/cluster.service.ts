@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
+import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
 import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
@@ -19,17 +20,7 @@ import { ClusterRepository } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LOG_NAMES } from './drivers/cluster-driver.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
-import type {
-  ClusterList,
-  ExecutionDto,
-  ExecutionListItemDto,
-  JobDto,
-  JobListItemDto,
-  NodeDto,
-  NodeListItemDto,
-  SubmitJobDto,
-  VersionDto,
-} from './dto/cluster.dto.js';
+import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
 import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
@@ -88,7 +79,7 @@ export class ClusterService {
 
   // Nodes
 
-  async queryNodes(_caller: Caller, query: ListQuery): Promise<ClusterList<NodeListItemDto>> {
+  async queryNodes(_caller: Caller, query: ListQuery): Promise<TotalEnvelope<NodeListItemDto>> {
     const page = await this.cluster.listNodes(query);
     return { total: page.totalCount, data: page.items.map(toNodeListItem) };
   }
@@ -118,7 +109,7 @@ export class ClusterService {
   // Jobs
 
   /** Jobs in `scope`, and the caller's own wherever they are. */
-  async queryJobs(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ClusterList<JobListItemDto>> {
+  async queryJobs(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<TotalEnvelope<JobListItemDto>> {
     const page = await this.cluster.listJobs(query, scope, caller.userId);
     const summaries = await this.cluster.summaries(page.items.map((job) => job.id));
     return { total: page.totalCount, data: page.items.map((job) => toJobListItem(job, summaries.get(job.id))) };
@@ -208,7 +199,7 @@ export class ClusterService {
 
   // Executions
 
-  async queryExecutions(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ClusterList<ExecutionListItemDto>> {
+  async queryExecutions(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<TotalEnvelope<ExecutionListItemDto>> {
     const page = await this.cluster.listExecutions(query, scope, caller.userId);
     return { total: page.totalCount, data: page.items.map(toExecutionListItem) };
   }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { ListOf } from '../../common/http/list-envelope.js';
 import { IsStringMap } from '../../common/validation/is-string-map.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import { MAX_RANK, MIN_RANK, RANK_POSITIONS, type RankPosition } from '../credential-rank.js';
@@ -116,9 +117,7 @@ export class CredentialListItemDto extends CredentialFieldsDto {
   @ApiProperty({ type: 'integer', format: 'int64', example: 16777216, description: 'Lower is better' }) rank!: number;
 }
 
-export class CredentialListDto {
-  @ApiProperty({ description: 'Number of items matching the filters, whatever the page', example: 1 }) totalCount!: number;
-  @ApiProperty({ type: [CredentialListItemDto] }) data!: CredentialListItemDto[];
+export class CredentialListDto extends ListOf(CredentialListItemDto) {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Auth domain id to name, for the domains on this page' })
   authDomains!: Record<string, string>;
 }

@@ -17,25 +17,11 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
-import type { Type as ClassType } from '@nestjs/common';
+import { TotalListOf } from '../../common/http/list-envelope.js';
 import { ENVIRONMENT_NAME } from '../../execution-profiles/dto/execution-profile.dto.js';
 import { EXECUTION_STATUSES, type ExecutionStatus, type TaskEvent } from '../entities/job-execution.entity.js';
 import { JOB_STATUSES, JOB_TYPES, type JobStatus, type JobType } from '../entities/cluster-job.entity.js';
 import { NODE_STATUSES, type NodeStatus } from '../entities/cluster-node.entity.js';
-
-/** The `{total, data}` envelope of cluster lists (hub-interface §4.1). */
-export interface ClusterList<T> {
-  total: number;
-  data: T[];
-}
-
-function ClusterListOf<T>(item: ClassType<T>): ClassType<ClusterList<T>> {
-  class ListDto {
-    @ApiProperty({ description: 'Number of items matching the filters, whatever the page', example: 1 }) total!: number;
-    @ApiProperty({ type: [item] }) data!: T[];
-  }
-  return ListDto;
-}
 
 export class NodeListItemDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -66,7 +52,7 @@ export class NodeDto {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Also `os` and `draining`' }) attributes!: Record<string, string>;
 }
 
-export class NodeListDto extends ClusterListOf(NodeListItemDto) {}
+export class NodeListDto extends TotalListOf(NodeListItemDto) {}
 
 export class DrainDto {
   @ApiProperty({ description: 'true: take no new work; false: take work again' })
@@ -103,7 +89,7 @@ export class JobDto {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) properties!: Record<string, string>;
 }
 
-export class JobListDto extends ClusterListOf(JobListItemDto) {}
+export class JobListDto extends TotalListOf(JobListItemDto) {}
 
 export class EnvVarDto {
   @ApiProperty({ example: 'INPUT' })
@@ -213,7 +199,7 @@ export class ExecutionDto extends ExecutionListItemDto {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) jobProperties!: Record<string, string>;
 }
 
-export class ExecutionListDto extends ClusterListOf(ExecutionListItemDto) {}
+export class ExecutionListDto extends TotalListOf(ExecutionListItemDto) {}
 
 export class VersionDto {
   @ApiProperty({ example: '0.5.0' }) version!: string;

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsUUID } from 'class-validator';
+import { ListOf } from '../../common/http/list-envelope.js';
 import type { ProfileBinding } from '../entities/profile-binding.entity.js';
 
 /** The body of a create or a replace (and what a patch must produce). */
@@ -35,9 +36,7 @@ export class ProfileBindingDto {
 }
 
 /** The bindings list: `{totalCount, data, executionProfiles}`, the last naming the profiles of the page. */
-export class ProfileBindingListDto {
-  @ApiProperty({ description: 'Number of items matching the filters, whatever the page', example: 1 }) totalCount!: number;
-  @ApiProperty({ type: [ProfileBindingDto] }) data!: ProfileBindingDto[];
+export class ProfileBindingListDto extends ListOf(ProfileBindingDto) {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Execution profile id to name, for the profiles on this page' })
   executionProfiles!: Record<string, string>;
 }
