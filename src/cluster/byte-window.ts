@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { open, opendir, realpath, type FileHandle } from 'node:fs/promises';
 import { sep } from 'node:path';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import { invalidQuery, parseInteger } from '../common/query/list-query.js';
 
 export const WINDOW_ORIGINS = ['start', 'end'] as const;
 export const DEFAULT_WINDOW = 64 * 1024;
@@ -16,23 +17,16 @@ export interface ByteWindow {
   readonly limit: number;
 }
 
-function integer(raw: unknown, name: string, min: number, max: number, fallback: number, errors: FieldError[]): number {
-  if (raw === undefined) return fallback;
-  const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
-  if (!(value >= min && value <= max)) errors.push({ path: name, message: `must be an integer from ${min} to ${max}, given once` });
-  return value;
-}
-
 /** The `origin`, `offset` (int64) and `limit` (int32, at most 16 MiB) query parameters; 400 naming the bad ones. */
 export function parseByteWindow(origin: unknown, offset: unknown, limit: unknown): ByteWindow {
   const errors: FieldError[] = [];
   if (origin !== undefined && !WINDOW_ORIGINS.includes(origin as ByteWindow['origin'])) errors.push({ path: 'origin', message: 'must be start or end' });
   const window = {
     origin: (origin ?? 'start') as ByteWindow['origin'],
-    offset: integer(offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 0, errors),
-    limit: integer(limit, 'limit', 1, MAX_WINDOW, DEFAULT_WINDOW, errors),
+    offset: parseInteger(offset, 'offset', 0, Number.MAX_SAFE_INTEGER, errors) ?? 0,
+    limit: parseInteger(limit, 'limit', 1, MAX_WINDOW, errors) ?? DEFAULT_WINDOW,
   };
-  if (errors.length > 0) throw new InvalidInputError(`Invalid query parameters: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, errors);
+  if (errors.length > 0) throw invalidQuery(errors);
   return window;
 }
 

@@ -252,7 +252,7 @@ export class ClusterRepository {
   }
 
   findExecution(id: string): Promise<JobExecution | null> {
-    return this.dataSource.getRepository(JobExecution).findOne({ where: { id }, relations: { node: true } });
+    return this.dataSource.getRepository(JobExecution).findOne({ where: { id }, relations: { node: true, job: true } });
   }
 
   executionsOf(jobId: string): Promise<JobExecution[]> {

@@ -8,6 +8,7 @@ import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
 import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
+import { invalidBody } from '../common/validation/validate-input.js';
 import { HUB_VERSION } from '../common/hub-version.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -21,7 +22,7 @@ import { ClusterScheduler } from './cluster-scheduler.js';
 import { LOG_NAMES } from './drivers/cluster-driver.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
-import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
+import type { JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
 
@@ -139,7 +140,7 @@ export class ClusterService {
     // One answer for a profile that does not exist and one not bound here, by id: its name may not be the caller's to know.
     else if (!profile || !(await this.bindings.isBound(profileId, namespace.id)))
       errors.push({ path: '/executionProfileId', message: `No execution profile ${profileId} is bound to namespace '${namespace.name}'` });
-    if (!namespace || !profile || errors.length > 0) throw new InvalidInputError(`Invalid request body: ${errors.map((e) => e.message).join('; ')}`, errors);
+    if (!namespace || !profile || errors.length > 0) throw invalidBody(errors);
     return this.run({
       name: input.name,
       type: 'batch',
@@ -206,9 +207,8 @@ export class ClusterService {
 
   async getExecution(_caller: Caller, id: string): Promise<ExecutionDto> {
     const execution = await this.cluster.findExecution(id);
-    if (!execution) throw executionNotFound(id);
-    const job = (await this.cluster.findJob(execution.jobId)) as ClusterJob;
-    return toExecutionResponse(execution, job);
+    if (!execution?.job) throw executionNotFound(id);
+    return toExecutionResponse(execution, execution.job);
   }
 
   /** A job's executions, oldest first, for the areas that watch the workloads they run. */

@@ -77,7 +77,9 @@ export class AccessGuard implements CanActivate {
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
     const placement = await this.placementOf(access.namespace, request);
     const { namespace, ownerId, where } = placement;
-    const object = placement.object ?? access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
+    const requested = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
+    // The object checked may be another (an execution's job), which a 404 must not name.
+    const object = placement.object ?? requested;
     const allowed = permissions.decide({ object, action: access.action, namespaceId: namespace.id }) === 'Allow';
     const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
@@ -85,9 +87,7 @@ export class AccessGuard implements CanActivate {
       request.access = { asSelf };
       return true;
     }
-    // Named as the request named it: the object checked may be another (an execution's job), which the caller may not know.
-    const asRequested = access.object.replace(PLACEHOLDER, (_match, name: string) => canonical(params[name] ?? ''));
-    if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${asRequested} not found`);
+    if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${requested} not found`);
     throw notAllowed(access.action, object, where ? { where } : namespace);
   }
 

@@ -195,13 +195,14 @@ function parseFilter(spec: ListQuerySpec, parameter: string, raw: string | reado
   return { field, operator: op, spec: fieldSpec, value };
 }
 
-function parseInteger(raw: string | readonly string[] | undefined, parameter: string, min: number, max: number, errors: FieldError[]): number | undefined {
+/** A non-negative integer query parameter (up to int64's safe range) from `min` to `max`, given once; undefined when absent or bad (then noted in `errors`). */
+export function parseInteger(raw: unknown, parameter: string, min: number, max: number, errors: FieldError[]): number | undefined {
   if (raw === undefined) return undefined;
   if (Array.isArray(raw)) {
     errors.push({ path: parameter, message: 'is given more than once' });
     return undefined;
   }
-  const value = /^\d{1,10}$/.test(raw as string) ? Number(raw) : NaN;
+  const value = typeof raw === 'string' && /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!(value >= min && value <= max)) {
     errors.push({ path: parameter, message: `must be an integer from ${min} to ${max}` });
     return undefined;
