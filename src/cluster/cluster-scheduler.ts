@@ -26,12 +26,9 @@ function factsOf(node: ClusterNode): NodeFacts {
   return { name: node.name, os: node.os, labels: node.labels, attributes: { ...node.attributes, os: node.os } };
 }
 
-/** Adds an event to a task unless the last one says the same (a placement that keeps failing is one event, not one per tick). */
-function noted(events: TaskEvent[], event: TaskEvent): boolean {
-  const last = events.at(-1);
-  if (last?.type === event.type && last.message === event.message) return false;
-  events.push(event);
-  return true;
+/** Whether an event says what the last one said (a placement that keeps failing is one event, not one per tick). */
+function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean {
+  return last?.type === event.type && last.message === event.message;
 }
 
 /**
@@ -177,9 +174,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
+  /** Adds an event to a waiting task unless it repeats the last: checked on the batch's view first, to write nothing when nothing changed, then under the row lock. */
   private async note(execution: PendingExecution, event: TaskEvent): Promise<void> {
-    if (execution.lastEvent?.type === event.type && execution.lastEvent.message === event.message) return;
-    await this.cluster.updateExecution(execution.id, (current) => current.status === 'pending' && noted(current.taskState.events, event));
+    if (repeats(execution.lastEvent, event)) return;
+    await this.cluster.updateExecution(execution.id, (current) => {
+      if (current.status !== 'pending' || repeats(current.taskState.events.at(-1), event)) return false;
+      current.taskState.events.push(event);
+      return true;
+    });
   }
 
   private async start(execution: PendingExecution, node: ClusterNode, excludedNodes: string[]): Promise<void> {

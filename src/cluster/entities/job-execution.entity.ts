@@ -4,7 +4,6 @@ import { ClusterNode } from './cluster-node.entity.js';
 
 export const EXECUTION_STATUSES = ['pending', 'running', 'completed', 'failed', 'lost'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
-export const ENDED_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['completed', 'failed', 'lost'];
 
 /** One event in a task's life (hub-interface §6 "Task events"). */
 export interface TaskEvent {
