@@ -155,7 +155,9 @@ export function openStateDirectory(location: DataLocation, logger: Logger): void
   const mine = readJson<StateRecord>(stateFile);
   const owner = readJson<OwnerRecord>(ownerFile);
   if (mine && owner && mine.id === owner.id && mine.stateDir === stateDir) return;
-  if (existsSync(stateDir)) {
+  // Without a record or a database, it holds only executions' directories made this start.
+  const earlier = owner !== undefined || existsSync(join(stateDir, 'postgres'));
+  if (earlier) {
     const aside = `${stateDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     renameSync(stateDir, aside);
     logger.warn(`${stateDir} held the data of an earlier data directory at ${dataDir}; it is kept in ${aside} and this one starts afresh`);

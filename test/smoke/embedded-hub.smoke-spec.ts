@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -94,6 +94,8 @@ async function login(hub: RunningHub, password: string, username = 'admin'): Pro
 
 describe('the hub on its embedded PostgreSQL, as a process', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-smoke-'));
+  // Enterable by the server's and jobs' users, so that everything stays in it (first-start.smoke-spec.ts covers a closed one).
+  chmodSync(dataDir, 0o711);
   let hub: RunningHub;
   let password: string;
   let token: string;

@@ -15,7 +15,7 @@ import { StartupError } from '../errors/startup-error.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { isRunning, processInfo, waitForExit } from './processes.js';
 
-interface PostgresBinaries {
+export interface PostgresBinaries {
   readonly initdb: string;
   readonly postgres: string;
 }
@@ -93,7 +93,7 @@ function permissionAdvice(pgData: string, location: DataLocation, account: Serve
  * root's home), the hub copies the distribution, once per version, to the state directory, rather
  * than open directories it does not own.
  */
-function reachableBinaries(binaries: PostgresBinaries, account: ServerAccount | undefined, stateRoot: string, logger: Logger): PostgresBinaries {
+export function reachableBinaries(binaries: PostgresBinaries, account: ServerAccount | undefined, stateRoot: string, logger: Logger): PostgresBinaries {
   if (!account || !blockedFor(asUser(account), binaries.initdb)) return binaries;
   const native = dirname(dirname(binaries.initdb));
   const { version } = JSON.parse(readFileSync(join(native, '..', 'package.json'), 'utf8')) as { version: string };
@@ -282,9 +282,9 @@ export class EmbeddedPostgres {
     const lock = DataDirLock.acquire(dataDir);
     try {
       const account = serverAccount(logger);
-      const binaries = reachableBinaries(await loadBinaries(), account, options.stateRoot, logger);
       openStateDirectory(location, logger);
       if (account) assertReachable(asUser(account), location.openDir, 'The embedded PostgreSQL server keeps its files in', remedy(location));
+      const binaries = reachableBinaries(await loadBinaries(), account, options.stateRoot, logger);
       const password = readOrCreateSecretFile(join(dataDir, 'postgres.password'), 24);
       if (!existsSync(join(pgData, 'PG_VERSION'))) await initialise(binaries, location, password, account, logger);
       await stopOrphanedServer(pgData, logger);
