@@ -3,7 +3,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rea
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { EmbeddedPostgres, reachableBinaries } from './database/embedded-postgres.js';
+import { EmbeddedPostgres, permissionAdvice, reachableBinaries } from './database/embedded-postgres.js';
 import {
   ANY_UNPRIVILEGED_USER,
   assertReachable,
@@ -67,8 +67,28 @@ describe('makeDirectory', () => {
   it("names the directory, the hub's user and the setting, never a bare error code", () => {
     const message = messageOf(() => makeDirectory('/proc/version/data', 'HUB_DATA_DIR'));
     expect(message).toMatch(
-      /^The hub keeps files in \/proc\/version\/data, but the hub's user "[^"]+" cannot create it \(.+\)\. Set HUB_DATA_DIR to a directory it can write\.$/,
+      /^The hub keeps files in \/proc\/version\/data, but the hub's user "[^"]+" cannot write there \(.+\)\. Set HUB_DATA_DIR to a directory it can write\.$/,
     );
+  });
+});
+
+describe('permissionAdvice', () => {
+  const account = { name: 'hub-postgres', uid: 999, gid: 999 };
+  it('adds to PostgreSQL\'s own "Permission denied" the files, the user and the setting that moves them', () => {
+    const output = 'initdb: error: could not access directory "/srv/d/postgres": Permission denied';
+    expect(permissionAdvice('/srv/d/postgres', { dataDir: '/srv/d', openDir: '/srv/d' }, account, output)).toBe(
+      ' The server runs as the user "hub-postgres", which was refused a file of /srv/d/postgres. Move the data directory below directories every user can enter (HUB_DATA_DIR), or set DATABASE_URL.',
+    );
+    expect(
+      permissionAdvice('/var/lib/hub/d-1/postgres', { dataDir: '/srv/d', stateDir: '/var/lib/hub/d-1', openDir: '/var/lib/hub/d-1' }, account, output),
+    ).toBe(
+      ' The server runs as the user "hub-postgres", which was refused a file of /var/lib/hub/d-1/postgres. Set HUB_STATE_DIR to a directory below directories every user can enter.',
+    );
+  });
+
+  it("adds nothing to other failures, nor when the server runs as the hub's own user", () => {
+    expect(permissionAdvice('/srv/d/postgres', { dataDir: '/srv/d', openDir: '/srv/d' }, account, 'could not bind IPv4 address')).toBe('');
+    expect(permissionAdvice('/srv/d/postgres', { dataDir: '/srv/d', openDir: '/srv/d' }, undefined, 'Permission denied')).toBe('');
   });
 });
 

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -82,16 +82,17 @@ function hubUser(): string {
 }
 
 /**
- * Makes a directory the hub itself needs (and its parents), or throws a {@link StartupError} naming
- * it, the hub's user and the setting that moves it, rather than a bare EACCES.
+ * Makes a directory the hub itself writes in (and its parents), or throws a {@link StartupError}
+ * naming it, the hub's user and the setting that moves it, rather than a bare EACCES.
  */
 export function makeDirectory(path: string, setting: string, mode = 0o755): void {
   try {
     mkdirSync(path, { recursive: true, mode });
+    accessSync(path, constants.W_OK | constants.X_OK);
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
-    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS' && code !== 'ENOTDIR' && code !== 'EEXIST') throw error;
-    throw new StartupError(`The hub keeps files in ${path}, but ${hubUser()} cannot create it (${message}). Set ${setting} to a directory it can write.`);
+    if (!['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(code ?? '')) throw error;
+    throw new StartupError(`The hub keeps files in ${path}, but ${hubUser()} cannot write there (${message}). Set ${setting} to a directory it can write.`);
   }
 }
 

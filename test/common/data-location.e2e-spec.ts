@@ -17,7 +17,7 @@ describe('the shared directory at start', () => {
 
   it("refuses one the hub cannot make, naming it, the hub's user and HUB_SHARED_DIR", async () => {
     await expect(startTestHub({ env: { HUB_SHARED_DIR: '/proc/version/work' } })).rejects.toThrow(
-      /^The hub keeps files in \/proc\/version\/work, but the hub's user "[^"]+" cannot create it \(.+\)\. Set HUB_SHARED_DIR to a directory it can write\.$/,
+      /^The hub keeps files in \/proc\/version\/work, but the hub's user "[^"]+" cannot write there \(.+\)\. Set HUB_SHARED_DIR to a directory it can write\.$/,
     );
   });
 });

@@ -119,6 +119,12 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     expect(password.length).toBeGreaterThanOrEqual(20);
   });
 
+  it('says in one line where its data lives: all of it in its data directory, which every user may enter', () => {
+    const data = hub.lines.filter((line) => String(line.msg).startsWith('Data: '));
+    expect(data).toHaveLength(1);
+    expect(data[0]).toMatchObject({ dataDir, database: `${join(dataDir, 'postgres')} (embedded PostgreSQL)`, sharedDir: join(dataDir, 'work') });
+  });
+
   it('runs the database server as an unprivileged user when the hub runs as root', () => {
     const pid = postmasterPid(dataDir);
     expect(pid).toBeDefined();

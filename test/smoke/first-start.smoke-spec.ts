@@ -81,13 +81,27 @@ function modesUnder(directories: string[]): number[] {
   return directories.map((directory) => statSync(directory).mode);
 }
 
-/** The README's curl walk-through, word for word but for the address and the password, any HTTP error failing it. */
+/** The docs whose examples continue the README's walk-through, in the order they build on each other. */
+const CONTINUED_IN = ['identity', 'access-control', 'credentials', 'execution-profiles', 'cluster'];
+
+/** The first `sh` block of a file after `heading`. */
+function shellBlock(file: string, heading: string): string {
+  const text = readFileSync(join(REPOSITORY, file), 'utf8');
+  const block = /```sh\n([\s\S]*?)```/.exec(text.slice(text.indexOf(heading)))?.[1];
+  if (!block) throw new Error(`${file} has no shell example after "${heading}"`);
+  return block;
+}
+
+/**
+ * The README's curl walk-through and the examples of docs/ that continue it, word for word but for
+ * the address and the password, any HTTP error failing it.
+ */
 function walkThrough(password: string, url: string): string {
-  const readme = readFileSync(join(REPOSITORY, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## A walk-through with curl'));
-  const script = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!script) throw new Error('The README has no walk-through');
-  const body = script.replaceAll('http://localhost:9090', url).replaceAll('<the password>', password);
+  const blocks = [
+    shellBlock('README.md', '## A walk-through with curl'),
+    ...CONTINUED_IN.map((doc) => shellBlock(`docs/${doc}.md`, "Continuing the [README's walk-through]")),
+  ];
+  const body = blocks.join('\n').replaceAll('http://localhost:9090', url).replaceAll('<the password>', password);
   return `set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n${body}`;
 }
 
@@ -144,11 +158,12 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
     expect(login.status).toBe(200);
   });
 
-  it("runs the README's walk-through, whose job completes on the local driver as an unprivileged user in its working directory", async () => {
+  it("runs the README's walk-through and the docs' examples that continue it; its job completes on the local driver as an unprivileged user in its working directory", async () => {
     const { stdout } = await run('bash', ['-c', walkThrough(password, hub!.url)], { env: newcomerEnvironment(), maxBuffer: 16 * 1024 * 1024 });
     const execution = /"id":"([0-9a-f-]{36})"[^]*?"status":"completed"/.exec(stdout);
     expect(execution).not.toBeNull();
-    expect(stdout).toMatch(/hello from [0-9a-f-]{36}/);
+    expect(stdout.match(/hello from [0-9a-f-]{36}/g)).toHaveLength(2); // The README's job, and cluster.md's.
+    expect(stdout).toContain('"label":"shared","data":{"user":"etl","password":"s3cret"}'); // credentials.md, as ada.
     const token = (
       (await (
         await fetch(`${hub!.url}/api/v2/auth/login`, {

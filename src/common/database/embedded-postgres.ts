@@ -83,7 +83,7 @@ function remedy(location: DataLocation): string {
     : 'Move the data directory below directories every user can enter (HUB_DATA_DIR), or set DATABASE_URL.';
 }
 
-function permissionAdvice(pgData: string, location: DataLocation, account: ServerAccount | undefined, output: string): string {
+export function permissionAdvice(pgData: string, location: DataLocation, account: ServerAccount | undefined, output: string): string {
   if (!account || !/permission denied/i.test(output)) return '';
   return ` The server runs as the user "${account.name}", which was refused a file of ${pgData}. ${remedy(location)}`;
 }
