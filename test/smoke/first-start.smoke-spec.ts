@@ -163,7 +163,7 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
     const execution = /"id":"([0-9a-f-]{36})"[^]*?"status":"completed"/.exec(stdout);
     expect(execution).not.toBeNull();
     expect(stdout.match(/hello from [0-9a-f-]{36}/g)).toHaveLength(2); // The README's job, and cluster.md's.
-    expect(stdout).toContain('"label":"shared","data":{"user":"etl","password":"s3cret"}'); // credentials.md, as ada.
+    expect(stdout).toContain('"data":{"user":"etl","password":"s3cret"}'); // credentials.md's resolve, as ada: only a resolve shows data.
     const token = (
       (await (
         await fetch(`${hub!.url}/api/v2/auth/login`, {
