@@ -129,7 +129,6 @@ async function poll<T>(probe: () => Promise<T> | T, done: (value: T) => boolean,
 const seqText = (count: number) => Array.from({ length: count }, (_, index) => `${index + 1}\n`).join('');
 const plusMs = (time: string, ms: number) => new Date(Date.parse(time) + ms).toISOString();
 
-/** The calls every part of the suite makes, against one hub as one caller by default. */
 /** A shared directory the users jobs run as may enter: a hub running as root refuses any other. */
 function enterableTempDir(prefix: string): string {
   const directory = mkdtempSync(join(tmpdir(), prefix));
@@ -137,6 +136,7 @@ function enterableTempDir(prefix: string): string {
   return directory;
 }
 
+/** The calls every part of the suite makes, against one hub as one caller by default. */
 function clientOf(hub: TestHub, admin: Headers, sharedDir: string) {
   const call = (method: Method, url: string, payload?: unknown, as: Headers = admin): Promise<InjectResponse> =>
     hub.inject({

@@ -1,11 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { freePort, startHubProcess, type RunningHub } from './hub-process.js';
 
 const run = promisify(execFile);
 
@@ -23,53 +23,13 @@ function newcomerEnvironment(extra: Record<string, string> = {}): NodeJS.Process
   return { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', ...extra };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
-interface Hub {
-  readonly process: ChildProcess;
-  readonly url: string;
-  readonly lines: { msg?: string; [key: string]: unknown }[];
-}
-
 /** `npm start` in the clone, resolved once /health/ready answers 200. */
-async function npmStart(checkout: string, port: number): Promise<Hub> {
-  const child = spawn('npm', ['start'], { cwd: checkout, env: newcomerEnvironment({ PORT: String(port) }), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const lines: Hub['lines'] = [];
-  let text = '';
-  const collect = (chunk: Buffer) => {
-    text += chunk.toString();
-    for (const line of chunk.toString().split('\n')) {
-      try {
-        lines.push(JSON.parse(line) as Hub['lines'][number]);
-      } catch {
-        // npm's own lines.
-      }
-    }
-  };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  const hub = { process: child, url: `http://127.0.0.1:${port}`, lines };
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${text}`);
-    try {
-      if ((await fetch(`${hub.url}/health/ready`)).status === 200) return hub;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((done) => setTimeout(done, 100));
-  }
-  throw new Error(`The hub did not become ready:\n${text}`);
+function npmStart(checkout: string, port: number): Promise<RunningHub> {
+  return startHubProcess('npm', ['start'], { port, cwd: checkout, env: newcomerEnvironment({ PORT: String(port) }), detached: true, timeoutMs: 90_000 });
 }
 
 /** Stops npm and the hub under it (their process group), as Ctrl-C would. */
-async function stop(hub: Hub): Promise<void> {
+async function stop(hub: RunningHub): Promise<void> {
   if (hub.process.exitCode !== null || hub.process.signalCode !== null) return;
   process.kill(-hub.process.pid!, 'SIGINT');
   const timer = setTimeout(() => process.kill(-hub.process.pid!, 'SIGKILL'), 30_000);
@@ -109,7 +69,7 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
   const home = mkdtempSync(join(tmpdir(), 'hub-newcomer-'));
   const checkout = join(home, 'hub');
   let port: number;
-  let hub: Hub | undefined;
+  let hub: RunningHub | undefined;
   let password = '';
   let stateDir = '';
   let modesBefore: number[];
@@ -132,7 +92,7 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
   }, 60_000);
 
   it('says in one line where its data lives: the secrets in the checkout, the rest where its unprivileged users reach it', () => {
-    const data = hub!.lines.filter((line) => line.msg?.startsWith('Data: '));
+    const data = hub!.lines.filter((line) => String(line.msg).startsWith('Data: '));
     expect(data).toHaveLength(1);
     const { dataDir, database, sharedDir } = data[0] as { dataDir: string; database: string; sharedDir: string };
     expect(dataDir).toBe(join(checkout, '.data'));
@@ -147,9 +107,9 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
   });
 
   it("logs the administrator's generated password once, which logs in", async () => {
-    const announced = hub!.lines.filter((line) => line.msg?.includes('generated password'));
+    const announced = hub!.lines.filter((line) => String(line.msg).includes('generated password'));
     expect(announced).toHaveLength(1);
-    password = /generated password (\S+)/.exec(announced[0].msg!)?.[1] ?? '';
+    password = /generated password (\S+)/.exec(String(announced[0].msg))?.[1] ?? '';
     const login = await fetch(`${hub!.url}/api/v2/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -193,8 +153,8 @@ asRoot("a newcomer's first start, as root, from a directory only root can enter"
     expect(second).toContain(`is using the data directory ${join(checkout, '.data')}`);
     await stop(hub!);
     hub = await npmStart(checkout, port);
-    expect(hub.lines.some((line) => line.msg?.includes('password'))).toBe(false);
-    expect(hub.lines.filter((line) => line.msg?.startsWith('Data: ')).map((line) => line.sharedDir)).toEqual([join(stateDir, 'work')]);
+    expect(hub.lines.some((line) => String(line.msg).includes('password'))).toBe(false);
+    expect(hub.lines.filter((line) => String(line.msg).startsWith('Data: ')).map((line) => line.sharedDir)).toEqual([join(stateDir, 'work')]);
     const login = await fetch(`${hub.url}/api/v2/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
