@@ -152,7 +152,7 @@ asRoot('as root', () => {
   });
 
   describe('openStateDirectory', () => {
-    it('makes it enterable by everyone and owned by root, pairs it with its data directory, and does nothing more the next time', () => {
+    it('makes it enterable by every user and owned by root, pairs it with its data directory, and does nothing more the next time', () => {
       const stateRoot = join(openDir(), 'state');
       const location = locateData(join(closedDir(), '.data'), stateRoot);
       openStateDirectory(location, logger);

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -167,7 +167,6 @@ export function openStateDirectory(location: DataLocation, logger: Logger): void
   }
   makeDirectory(dirname(stateDir), 'HUB_STATE_DIR');
   makeDirectory(stateDir, 'HUB_STATE_DIR', 0o711);
-  if (!statSync(stateDir).isDirectory()) throw new StartupError(`${stateDir} is not a directory; set HUB_STATE_DIR elsewhere`);
   const id = randomBytes(16).toString('hex');
   writeFileSync(ownerFile, `${JSON.stringify({ id, dataDir: resolve(dataDir) } satisfies OwnerRecord)}\n`, { mode: 0o644 });
   writeFileSync(stateFile, `${JSON.stringify({ id, stateDir } satisfies StateRecord)}\n`, { mode: 0o644 });
