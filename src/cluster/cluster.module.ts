@@ -2,6 +2,7 @@ import { Module, type Provider } from '@nestjs/common';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { HubConfig } from '../common/config/hub-config.js';
+import { ANY_UNPRIVILEGED_USER, assertReachable, makeDirectory } from '../common/data-location.js';
 import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { systemAccount, type SystemAccount } from '../common/system-account.js';
@@ -46,8 +47,12 @@ const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
   inject: [HubConfig, HubLogger],
   useFactory: (config: HubConfig, logger: HubLogger): ClusterDriver => {
+    makeDirectory(config.sharedDir, 'HUB_SHARED_DIR');
     if (config.clusterDriver === 'slurm') return new SlurmDriver();
-    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), account: jobsAccount(logger.for('cluster')) });
+    const account = jobsAccount(logger.for('cluster'));
+    if (account)
+      assertReachable(ANY_UNPRIVILEGED_USER, config.sharedDir, 'Jobs run in', 'Set HUB_SHARED_DIR to a directory below directories every user can enter.');
+    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), account });
   },
 };
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -129,6 +129,13 @@ async function poll<T>(probe: () => Promise<T> | T, done: (value: T) => boolean,
 const seqText = (count: number) => Array.from({ length: count }, (_, index) => `${index + 1}\n`).join('');
 const plusMs = (time: string, ms: number) => new Date(Date.parse(time) + ms).toISOString();
 
+/** A shared directory the users jobs run as may enter: a hub running as root refuses any other. */
+function enterableTempDir(prefix: string): string {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(directory, 0o711);
+  return directory;
+}
+
 /** The calls every part of the suite makes, against one hub as one caller by default. */
 function clientOf(hub: TestHub, admin: Headers, sharedDir: string) {
   const call = (method: Method, url: string, payload?: unknown, as: Headers = admin): Promise<InjectResponse> =>
@@ -206,7 +213,7 @@ describe('the cluster on the local driver', () => {
   const saved: Record<string, string | undefined> = {};
 
   beforeAll(async () => {
-    sharedDir = mkdtempSync(join(tmpdir(), 'hub-cluster-'));
+    sharedDir = enterableTempDir('hub-cluster-');
     // The hub's own process environment holds settings and secrets, as a deployed hub's does.
     for (const [name, value] of Object.entries(ENV_LEAKS)) {
       saved[name] = process.env[name];
@@ -1064,7 +1071,7 @@ describe('the cluster with one slot', () => {
   let standardId: string;
 
   beforeAll(async () => {
-    sharedDir = mkdtempSync(join(tmpdir(), 'hub-cluster-slot-'));
+    sharedDir = enterableTempDir('hub-cluster-slot-');
     hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
     c = clientOf(hub, bearer(hub.adminToken), sharedDir);
     standardId = (await c.ok<{ data: { _id: string }[] }>('GET', `${PROFILES}?filter[name][EQ]=Standard`)).data[0]._id;

@@ -1,63 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { freePort, startHubProcess, type RunningHub } from './hub-process.js';
 
 const MAIN = resolve('dist/src/main.js');
-
-interface RunningHub {
-  readonly process: ChildProcess;
-  readonly port: number;
-  readonly lines: Record<string, unknown>[];
-  readonly output: () => string;
-  readonly url: string;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 /** Starts `node dist/src/main.js` and resolves once /health/ready answers 200, or rejects with its output. */
 async function startHub(dataDir: string, env: Record<string, string> = {}): Promise<RunningHub> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  return startHubProcess(process.execPath, [MAIN], {
+    port,
     env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', HUB_DATA_DIR: dataDir, HUB_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let text = '';
-  const lines: Record<string, unknown>[] = [];
-  const collect = (chunk: Buffer) => {
-    text += chunk.toString();
-    for (const line of chunk.toString().split('\n').filter(Boolean)) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // Not a log line (a Node warning, say).
-      }
-    }
-  };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  const hub = { process: child, port, lines, output: () => text, url: `http://127.0.0.1:${port}` };
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`The hub exited with ${child.exitCode}:\n${text}`);
-    try {
-      if ((await fetch(`${hub.url}/health/ready`)).status === 200) return hub;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((done) => setTimeout(done, 50));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`The hub did not become ready:\n${text}`);
 }
 
 async function exitOf(hub: RunningHub, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
@@ -94,6 +51,8 @@ async function login(hub: RunningHub, password: string, username = 'admin'): Pro
 
 describe('the hub on its embedded PostgreSQL, as a process', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-smoke-'));
+  // Enterable by the server's and jobs' users, so that everything stays in it (first-start.smoke-spec.ts covers a closed one).
+  chmodSync(dataDir, 0o711);
   let hub: RunningHub;
   let password: string;
   let token: string;
@@ -115,6 +74,12 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     expect(announcements).toHaveLength(1);
     password = /generated password (\S+)/.exec(String(announcements[0].msg))?.[1] ?? '';
     expect(password.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it('says in one line where its data lives: all of it in its data directory, which every user may enter', () => {
+    const data = hub.lines.filter((line) => String(line.msg).startsWith('Data: '));
+    expect(data).toHaveLength(1);
+    expect(data[0]).toMatchObject({ dataDir, database: `${join(dataDir, 'postgres')} (embedded PostgreSQL)`, sharedDir: join(dataDir, 'work') });
   });
 
   it('runs the database server as an unprivileged user when the hub runs as root', () => {

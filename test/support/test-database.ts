@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { DataSource } from 'typeorm';
+import { loadHubConfig } from '../../src/common/config/hub-config.js';
 import { EmbeddedPostgres } from '../../src/common/database/embedded-postgres.js';
 import { dataSourceOptions, migrate } from '../../src/common/database/hub-database.js';
 
@@ -43,8 +44,12 @@ export class TestDatabaseServer {
     const external = process.env.TEST_DATABASE_URL;
     if (external) return new TestDatabaseServer(external);
     const directory = mkdtempSync(join(tmpdir(), 'hub-test-pg-'));
+    // The run's own directory: the server's user (when the run is root's) may pass through it, so
+    // that its files stay here rather than under the state directory.
+    chmodSync(directory, 0o711);
     const embedded = await EmbeddedPostgres.start({
       dataDir: directory,
+      stateRoot: loadHubConfig(process.env).stateDir,
       logger: pino({ level: 'warn' }),
       settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '300' },
     });
@@ -68,7 +73,7 @@ export class TestDatabaseServer {
   async stop(template: string | undefined): Promise<void> {
     if (template) await dropDatabase(this.url, template);
     await this.embedded?.stop();
-    if (this.directory) rmSync(this.directory, { recursive: true, force: true });
+    for (const directory of [this.directory, this.embedded?.location.stateDir]) if (directory) rmSync(directory, { recursive: true, force: true });
   }
 }
 

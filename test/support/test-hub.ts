@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -60,6 +60,8 @@ export async function startTestHub({ env = {}, logs }: TestHubOptions = {}): Pro
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
   const database = await createDatabaseFromTemplate(serverUrl, template);
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-test-'));
+  // Enterable by jobs' users (when the run is root's), so that executions' directories stay in it.
+  chmodSync(dataDir, 0o711);
   const cleanUp = async () => {
     await dropDatabase(serverUrl, database);
     rmSync(dataDir, { recursive: true, force: true });

@@ -1,12 +1,16 @@
 // The hub loads reflect-metadata first thing (main.ts); class-transformer's @Type needs it.
 import 'reflect-metadata';
 import { describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stateDirFor } from '../data-location.js';
 import { StartupError } from '../errors/startup-error.js';
 import { ConfigurationError, loadHubConfig, SETTING_NAMES, type HubConfig } from './hub-config.js';
 
 const CWD = '/srv/hub';
+/** Only root hands files to other users, so only root's hub decides where they can reach them. */
+const asRoot = process.getuid?.() === 0 ? it : it.skip;
 
 type Env = Record<string, string | undefined>;
 
@@ -27,6 +31,7 @@ const DEFAULTS: HubConfig = {
   databaseUrl: undefined,
   databasePoolSize: 10,
   dataDir: '/srv/hub/.data',
+  stateDir: '/var/lib/hub',
   adminUser: 'admin',
   adminPassword: undefined,
   jwtSecret: undefined,
@@ -51,6 +56,7 @@ const ALL_SETTINGS = [
   'DATABASE_URL',
   'HUB_DB_POOL_SIZE',
   'HUB_DATA_DIR',
+  'HUB_STATE_DIR',
   'HUB_ADMIN_USER',
   'HUB_ADMIN_PASSWORD',
   'HUB_JWT_SECRET',
@@ -115,6 +121,7 @@ describe('loadHubConfig', () => {
         DATABASE_URL: 'postgres://hub:secret@db.example:5432/hub',
         HUB_DB_POOL_SIZE: '25',
         HUB_DATA_DIR: '/var/lib/hub',
+        HUB_STATE_DIR: 'state',
         HUB_ADMIN_USER: 'root.user@example',
         HUB_ADMIN_PASSWORD: 'correct horse battery',
         HUB_JWT_SECRET: 'x'.repeat(40),
@@ -138,6 +145,7 @@ describe('loadHubConfig', () => {
         databaseUrl: 'postgres://hub:secret@db.example:5432/hub',
         databasePoolSize: 25,
         dataDir: '/var/lib/hub',
+        stateDir: '/srv/hub/state',
         adminUser: 'root.user@example',
         adminPassword: 'correct horse battery',
         jwtSecret: 'x'.repeat(40),
@@ -217,6 +225,19 @@ describe('loadHubConfig', () => {
       const config = loadHubConfig({ HUB_DATA_DIR: '../data' }, CWD);
       expect(config.dataDir).toBe('/srv/data');
       expect(config.sharedDir).toBe(join('/srv/data', 'work'));
+    });
+
+    asRoot('puts the default shared directory under the state directory when the data directory is closed to unprivileged users', () => {
+      const closed = mkdtempSync(join(tmpdir(), 'hub-config-'));
+      try {
+        const dataDir = join(closed, '.data');
+        const config = loadHubConfig({ HUB_DATA_DIR: dataDir, HUB_STATE_DIR: '/srv/state' }, CWD);
+        expect(config.sharedDir).toBe(join(stateDirFor('/srv/state', dataDir), 'work'));
+        expect(config.sharedDir).toMatch(/^\/srv\/state\/hub-config-\w+-[0-9a-f]{12}\/work$/);
+        expect(existsSync('/srv/state')).toBe(false); // Decided, not made.
+      } finally {
+        rmSync(closed, { recursive: true, force: true });
+      }
     });
 
     it('keeps HUB_SHARED_DIR independent of HUB_DATA_DIR when both are given', () => {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { plainToInstance, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, registerDecorator, validateSync, type ValidationError } from 'class-validator';
+import { locateData } from '../data-location.js';
 import { StartupError } from '../errors/startup-error.js';
 
 export const CLUSTER_DRIVERS = ['local', 'slurm'] as const;
@@ -22,6 +23,11 @@ export abstract class HubConfig {
   abstract readonly databaseUrl?: string;
   abstract readonly databasePoolSize: number;
   abstract readonly dataDir: string;
+  /**
+   * Where a hub running as root keeps, per data directory, what its unprivileged users must reach
+   * when they cannot enter the data directory (see `data-location.ts`).
+   */
+  abstract readonly stateDir: string;
   abstract readonly adminUser: string;
   abstract readonly adminPassword?: string;
   abstract readonly jwtSecret?: string;
@@ -126,6 +132,11 @@ class HubEnvironment {
   @IsString()
   @MinLength(1)
   HUB_DATA_DIR = './.data';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  HUB_STATE_DIR = '/var/lib/hub';
 
   @IsOptional()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, {
@@ -246,12 +257,14 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     throw new ConfigurationError(`Invalid configuration: ${errors.map((e) => describe(e, env)).join('; ')}`);
   }
   const dataDir = resolve(cwd, settings.HUB_DATA_DIR);
+  const stateDir = resolve(cwd, settings.HUB_STATE_DIR);
   return {
     port: settings.PORT,
     host: settings.HOST,
     databaseUrl: settings.DATABASE_URL,
     databasePoolSize: settings.HUB_DB_POOL_SIZE,
     dataDir,
+    stateDir,
     adminUser: settings.HUB_ADMIN_USER,
     adminPassword: settings.HUB_ADMIN_PASSWORD,
     jwtSecret: settings.HUB_JWT_SECRET,
@@ -263,7 +276,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     invitationTtlSeconds: settings.HUB_INVITATION_TTL,
     auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,
-    sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(dataDir, 'work'),
+    sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(locateData(dataDir, stateDir).openDir, 'work'),
     localNodeLabels: settings.HUB_LOCAL_NODE_LABELS?.split(',') ?? [],
     localSlots: settings.HUB_LOCAL_SLOTS,
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeDirectory } from '../data-location.js';
 
 function readSecret(file: string): string | undefined {
   try {
@@ -19,7 +20,8 @@ function readSecret(file: string): string | undefined {
 export function readOrCreateSecretFile(file: string, bytes = 32): string {
   const existing = readSecret(file);
   if (existing) return existing;
-  mkdirSync(dirname(file), { recursive: true });
+  // Every secret file is in the data directory.
+  makeDirectory(dirname(file), 'HUB_DATA_DIR');
   try {
     writeFileSync(file, `${randomBytes(bytes).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
   } catch (error) {

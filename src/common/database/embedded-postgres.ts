@@ -1,20 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { readOrCreateSecretFile } from '../config/secret-file.js';
+import { assertReachable, blockedFor, locateData, makeDirectory, openStateDirectory, type DataLocation, type Reacher } from '../data-location.js';
 import { systemAccount, type SystemAccount } from '../system-account.js';
 import { StartupError } from '../errors/startup-error.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { isRunning, processInfo, waitForExit } from './processes.js';
 
-interface PostgresBinaries {
+export interface PostgresBinaries {
   readonly initdb: string;
   readonly postgres: string;
 }
@@ -23,8 +24,10 @@ interface PostgresBinaries {
 type ServerAccount = SystemAccount;
 
 export interface EmbeddedPostgresOptions {
-  /** The hub's data directory; the server keeps its files in `<dataDir>/postgres`. */
+  /** The hub's data directory; the server keeps its files in `postgres/` there, or in its state directory. */
   readonly dataDir: string;
+  /** HUB_STATE_DIR: where a data directory the server's user cannot enter keeps the server's files. */
+  readonly stateRoot: string;
   readonly logger: Logger;
   /** Extra server settings (`-c name=value`), e.g. to trade durability for speed in tests. */
   readonly settings?: Readonly<Record<string, string>>;
@@ -56,6 +59,11 @@ async function loadBinaries(): Promise<PostgresBinaries> {
   }
 }
 
+/** The account as messages name it. */
+function asUser(account: ServerAccount): Reacher {
+  return { ...account, name: `the user "${account.name}" it runs as` };
+}
+
 function serverAccount(logger: Logger): ServerAccount | undefined {
   try {
     return systemAccount(ACCOUNT_NAME, () =>
@@ -68,9 +76,47 @@ function serverAccount(logger: Logger): ServerAccount | undefined {
   }
 }
 
-function permissionAdvice(pgData: string, account: ServerAccount | undefined, output: string): string {
+/** What moves the server's files: the state directory when they are there, else the data directory. */
+function remedy(location: DataLocation): string {
+  return location.stateDir
+    ? 'Set HUB_STATE_DIR to a directory below directories every user can enter.'
+    : 'Move the data directory below directories every user can enter (HUB_DATA_DIR), or set DATABASE_URL.';
+}
+
+export function permissionAdvice(pgData: string, location: DataLocation, account: ServerAccount | undefined, output: string): string {
   if (!account || !/permission denied/i.test(output)) return '';
-  return ` The server runs as the user "${account.name}", which cannot use ${pgData}: let it traverse every directory above it (chmod o+x) or set HUB_DATA_DIR elsewhere.`;
+  return ` The server runs as the user "${account.name}", which was refused a file of ${pgData}. ${remedy(location)}`;
+}
+
+/**
+ * The server's user must reach the binaries: where it cannot enter node_modules (a checkout in
+ * root's home), the hub copies the distribution, once per version, to the state directory, rather
+ * than open directories it does not own.
+ */
+export function reachableBinaries(binaries: PostgresBinaries, account: ServerAccount | undefined, stateRoot: string, logger: Logger): PostgresBinaries {
+  if (!account || !blockedFor(asUser(account), binaries.initdb)) return binaries;
+  const native = dirname(dirname(binaries.initdb));
+  const { version } = JSON.parse(readFileSync(join(native, '..', 'package.json'), 'utf8')) as { version: string };
+  const copy = join(stateRoot, `postgresql-${version}`);
+  if (!existsSync(copy)) {
+    makeDirectory(stateRoot, 'HUB_STATE_DIR');
+    const draft = `${copy}.${process.pid}`;
+    cpSync(native, draft, { recursive: true, verbatimSymlinks: true });
+    try {
+      renameSync(draft, copy);
+      logger.info(`Copied the PostgreSQL distribution to ${copy}, where the user "${account.name}" can reach it`);
+    } catch {
+      rmSync(draft, { recursive: true, force: true }); // Another hub copied it meanwhile.
+    }
+  }
+  const copied = { initdb: join(copy, relative(native, binaries.initdb)), postgres: join(copy, relative(native, binaries.postgres)) };
+  assertReachable(
+    asUser(account),
+    copied.initdb,
+    'The embedded PostgreSQL server runs from',
+    'Set HUB_STATE_DIR to a directory below directories every user can enter.',
+  );
+  return copied;
 }
 
 /** Runs a PostgreSQL tool to completion as the server account; rejects with its output. */
@@ -83,22 +129,17 @@ async function runTool(binary: string, args: string[], account: ServerAccount | 
   if (code !== 0) throw new Error(output.trim() || `exit code ${code}`);
 }
 
-/**
- * The server account must pass through the data directory to reach its own subdirectory: add
- * traverse-only permission (not read) when the directory lacks it. Directories above are the
- * operator's to open; the error on failure says so.
- */
-function letAccountTraverse(dataDir: string, account: ServerAccount | undefined, logger: Logger): void {
-  const mode = statSync(dataDir).mode & 0o7777;
-  if (!account || mode & 0o001) return;
-  chmodSync(dataDir, mode | 0o001);
-  logger.info(`Allowed the user "${account.name}" to traverse ${dataDir} (mode ${(mode | 0o001).toString(8)})`);
-}
-
-async function initialise(binaries: PostgresBinaries, pgData: string, password: string, account: ServerAccount | undefined, logger: Logger): Promise<void> {
+async function initialise(
+  binaries: PostgresBinaries,
+  location: DataLocation,
+  password: string,
+  account: ServerAccount | undefined,
+  logger: Logger,
+): Promise<void> {
+  const pgData = join(location.openDir, 'postgres');
   logger.info(`Creating the embedded PostgreSQL cluster in ${pgData}`);
   mkdirSync(pgData, { recursive: true, mode: 0o700 });
-  const passwordFile = join(pgData, '..', `.initdb-${randomBytes(6).toString('hex')}`);
+  const passwordFile = join(location.openDir, `.initdb-${randomBytes(6).toString('hex')}`);
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
   if (account) {
     chownSync(pgData, account.uid, account.gid);
@@ -125,7 +166,7 @@ async function initialise(binaries: PostgresBinaries, pgData: string, password: 
     );
   } catch (error) {
     const output = (error as Error).message;
-    throw new StartupError(`Creating the embedded PostgreSQL cluster in ${pgData} failed: ${output}.${permissionAdvice(pgData, account, output)}`);
+    throw new StartupError(`Creating the embedded PostgreSQL cluster in ${pgData} failed: ${output}.${permissionAdvice(pgData, location, account, output)}`);
   } finally {
     rmSync(passwordFile, { force: true });
   }
@@ -212,6 +253,8 @@ export class EmbeddedPostgres {
     private readonly lock: DataDirLock,
     private readonly password: string,
     readonly port: number,
+    /** Where the server's files are: `<dataDir>/postgres` or `<state directory>/postgres`. */
+    readonly location: DataLocation,
     private readonly logger: Logger,
   ) {
     server.once('exit', (code, signal) => {
@@ -232,15 +275,18 @@ export class EmbeddedPostgres {
 
   static async start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
     const { dataDir, logger } = options;
-    const pgData = join(dataDir, 'postgres');
-    mkdirSync(dataDir, { recursive: true });
+    // Decided before the data directory is made, as the configuration's default shared directory was.
+    const location = locateData(dataDir, options.stateRoot);
+    const pgData = join(location.openDir, 'postgres');
+    makeDirectory(dataDir, 'HUB_DATA_DIR');
     const lock = DataDirLock.acquire(dataDir);
     try {
-      const binaries = await loadBinaries();
       const account = serverAccount(logger);
-      letAccountTraverse(dataDir, account, logger);
+      openStateDirectory(location, logger);
+      if (account) assertReachable(asUser(account), location.openDir, 'The embedded PostgreSQL server keeps its files in', remedy(location));
+      const binaries = reachableBinaries(await loadBinaries(), account, options.stateRoot, logger);
       const password = readOrCreateSecretFile(join(dataDir, 'postgres.password'), 24);
-      if (!existsSync(join(pgData, 'PG_VERSION'))) await initialise(binaries, pgData, password, account, logger);
+      if (!existsSync(join(pgData, 'PG_VERSION'))) await initialise(binaries, location, password, account, logger);
       await stopOrphanedServer(pgData, logger);
       const port = await freeLoopbackPort();
       const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...options.settings };
@@ -262,9 +308,9 @@ export class EmbeddedPostgres {
           logServerLine(logger, line);
         });
       }
-      const embedded = new EmbeddedPostgres(server, lock, password, port, logger);
+      const embedded = new EmbeddedPostgres(server, lock, password, port, location, logger);
       try {
-        await embedded.waitUntilReady(() => recent.join('\n'), pgData, account);
+        await embedded.waitUntilReady(() => recent.join('\n'), account);
         await embedded.ensureDatabase(DATABASE);
       } catch (error) {
         await embedded.stop();
@@ -278,12 +324,13 @@ export class EmbeddedPostgres {
     }
   }
 
-  private async waitUntilReady(output: () => string, pgData: string, account: ServerAccount | undefined): Promise<void> {
+  private async waitUntilReady(output: () => string, account: ServerAccount | undefined): Promise<void> {
+    const pgData = join(this.location.openDir, 'postgres');
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (this.server.exitCode !== null || this.server.signalCode !== null) {
         const text = output();
-        throw new StartupError(`The embedded PostgreSQL server stopped while starting:\n${text}${permissionAdvice(pgData, account, text)}`);
+        throw new StartupError(`The embedded PostgreSQL server stopped while starting:\n${text}${permissionAdvice(pgData, this.location, account, text)}`);
       }
       const client = new pg.Client({ connectionString: this.urlFor('postgres'), connectionTimeoutMillis: 1000 });
       try {

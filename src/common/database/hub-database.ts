@@ -1,4 +1,5 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from '../../../migrations/index.js';
@@ -73,7 +74,7 @@ export class HubDatabase implements OnApplicationShutdown {
   ) {}
 
   static async open(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
-    const embedded = config.databaseUrl ? undefined : await EmbeddedPostgres.start({ dataDir: config.dataDir, logger });
+    const embedded = config.databaseUrl ? undefined : await EmbeddedPostgres.start({ dataDir: config.dataDir, stateRoot: config.stateDir, logger });
     const url = config.databaseUrl ?? embedded!.url;
     const dataSource = new DataSource(dataSourceOptions(url, entities, config.databasePoolSize));
     try {
@@ -88,7 +89,12 @@ export class HubDatabase implements OnApplicationShutdown {
     }
     const changes = new ChangeFeed(url, logger);
     await changes.start();
-    logger.info(embedded ? `Using the embedded PostgreSQL server in ${config.dataDir}` : `Using PostgreSQL at ${describeDatabaseUrl(url)}`);
+    // Where everything is, in one line: with root's data directory closed to others, not all of it is there.
+    const database = embedded ? `${join(embedded.location.openDir, 'postgres')} (embedded PostgreSQL)` : `PostgreSQL at ${describeDatabaseUrl(url)}`;
+    logger.info(
+      { dataDir: config.dataDir, database, sharedDir: config.sharedDir },
+      `Data: settings and secrets in ${config.dataDir}, the database in ${database}, executions' directories in ${config.sharedDir}`,
+    );
     return new HubDatabase(dataSource, changes, embedded, logger);
   }
 
