@@ -13,6 +13,7 @@ import { GroupInputDto, toGroupResponse, type GroupDto, type GroupMemberChangeDt
 import type { PrincipalDto } from './dto/principal.dto.js';
 import type { Group } from './entities/group.entity.js';
 import { GroupsRepository, MemberChangeError, type GroupChanges, type MemberChange, type PrincipalRef } from './groups.repository.js';
+import { RoleGuard } from './role-guard.js';
 
 function versioned(group: Group): Versioned<GroupDto> {
   return new Versioned(toGroupResponse(group), group.version);
@@ -33,6 +34,7 @@ export class GroupsService {
   constructor(
     private readonly groups: GroupsRepository,
     private readonly callers: CallerCache,
+    private readonly roleGuard: RoleGuard,
   ) {}
 
   async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<GroupDto>> {
@@ -77,9 +79,12 @@ export class GroupsService {
    * Adds and removes members, in order, all or nothing: an unknown principal or an addition that
    * would make a group contain itself (directly or through others) is a 400 and changes nothing.
    * Adding a member twice or removing a non-member changes nothing and is counted as unchanged.
+   * A member gets the roles bound to the group and to every group containing it, and a removal
+   * can lift a Deny: either needs Use on each of those roles, as binding them does.
    */
-  async changeMembers(_caller: Caller, id: string, items: readonly GroupMemberChangeDto[]): Promise<MessageDto> {
+  async changeMembers(caller: Caller, id: string, items: readonly GroupMemberChangeDto[]): Promise<MessageDto> {
     const changes = await this.resolveMembers(items);
+    await this.roleGuard.requireUseOfRolesBoundTo(caller, await this.groups.groupAndContainingIds(id), `changing the members of group ${id}`);
     let result;
     try {
       result = await this.groups.changeMembers(id, changes);

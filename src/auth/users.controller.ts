@@ -115,6 +115,20 @@ export class UsersController {
   }
 
   @Route({
+    method: 'POST',
+    path: ':userId/unlock',
+    summary: "Lift a user's login lock",
+    description:
+      'Clears the failed logins counted against the user’s name and the lock they put on it (beyond the interface). Like resetting the user’s password, it needs Use on every role bound to the user, directly or through groups: unlocking an administrator takes an administrator.',
+    access: { object: '/Users/{userId}', action: 'Update' },
+    response: MessageDto,
+    errors: { 403: "Not allowed: unlocking user 'admin' hands out role 'HubAdministrator'" },
+  })
+  unlockUser(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string): Promise<MessageDto> {
+    return this.users.unlock(caller, id);
+  }
+
+  @Route({
     method: 'GET',
     path: ':userId/groups',
     summary: "List a user's groups",

@@ -25,6 +25,7 @@ export type UserChanges = Partial<
     | 'invitationPending'
     | 'invitationExpiry'
     | 'passwordHash'
+    | 'tokenVersion'
   >
 >;
 
@@ -32,6 +33,8 @@ function userConflictOf(error: unknown, changes: UserChanges | undefined): unkno
   if (isUniqueViolation(error, 'users_user_name_lower_key'))
     return new ConflictError(`A user named '${changes?.userName}' already exists (names are compared ignoring case)`);
   if (isUniqueViolation(error, 'users_external_id_key')) return new ConflictError(`Another user already has the externalId '${changes?.externalId}'`);
+  if (isUniqueViolation(error, 'users_unix_user_name_key'))
+    return new ConflictError(`Another user already has the unixUserName '${changes?.unixUserName}': jobs run as that account, so it is one user's`);
   return error;
 }
 

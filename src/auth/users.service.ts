@@ -15,8 +15,11 @@ import type { UserMembershipDto } from './dto/group.dto.js';
 import { toUnixDetails, toUserResponse, UserInputDto, type CreatedUserDto, type UnixDetailsDto, type UserDto } from './dto/user.dto.js';
 import type { User } from './entities/user.entity.js';
 import { invitationTokenHash, newInvitationToken } from './invitation-token.js';
+import { GroupsRepository } from './groups.repository.js';
+import { LoginThrottle } from './login-throttle.js';
 import { PasswordHasher } from './password-hasher.js';
 import { PasswordPolicy } from './password-policy.js';
+import { RoleGuard } from './role-guard.js';
 import { UsersRepository, type UserChanges } from './users.repository.js';
 
 function versioned(user: User): Versioned<UserDto> {
@@ -56,9 +59,12 @@ const MAX_INVITATION_DAYS = 365;
 export class UsersService {
   constructor(
     private readonly users: UsersRepository,
+    private readonly groupsRepository: GroupsRepository,
     private readonly hasher: PasswordHasher,
     private readonly policy: PasswordPolicy,
     private readonly callers: CallerCache,
+    private readonly roleGuard: RoleGuard,
+    private readonly throttle: LoginThrottle,
     private readonly config: HubConfig,
     private readonly clock: Clock,
   ) {}
@@ -71,7 +77,7 @@ export class UsersService {
    * Creates a user with a password, or, with `invitationPending`, without one: the reply then
    * carries the invitation's token, this once (only its hash is kept).
    */
-  async create(_caller: Caller, input: UserInputDto): Promise<Versioned<CreatedUserDto>> {
+  async create(caller: Caller, input: UserInputDto): Promise<Versioned<CreatedUserDto>> {
     const pending = input.invitationPending ?? false;
     const errors: FieldError[] = [];
     if (input.system) errors.push({ path: '/system', message: 'system is set by the hub; only built-in users are system users' });
@@ -82,6 +88,7 @@ export class UsersService {
     const expiryProblem = pending && input.invitationExpiry ? this.invitationExpiryProblem(new Date(input.invitationExpiry)) : undefined;
     if (expiryProblem) errors.push({ path: '/invitationExpiry', message: expiryProblem });
     if (errors.length > 0) throw invalidBody(errors);
+    if (input.externalId) await this.roleGuard.requireAdministrator(caller, `set the externalId of a user (it links an external identity to the account)`);
     const changes = await this.changesFrom(input);
     if (!pending) return versioned(await this.users.insert(changes));
     const token = newInvitationToken();
@@ -99,12 +106,12 @@ export class UsersService {
   }
 
   /** `asSelf`: the caller may change only their own displayName and email (api-map §6). */
-  async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, asSelf, () => input);
+  async replace(caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(caller, id, ifMatch, asSelf, () => input);
   }
 
-  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, asSelf, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
+  async patch(caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(caller, id, ifMatch, asSelf, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
   }
 
   async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
@@ -115,6 +122,19 @@ export class UsersService {
     if (!deleted) throw notFound(id);
     this.callers.forget(id);
     return message(`User '${deleted.userName}' deleted`);
+  }
+
+  /**
+   * Lifts the lock five bad logins put on a user's name and clears its failures. Letting the user
+   * log in again is acting for them, so it is guarded like a reset of their password: Use on every
+   * role bound to them (for the bootstrap administrator, an administrator's).
+   */
+  async unlock(caller: Caller, id: string): Promise<MessageDto> {
+    const user = await this.users.findById(id);
+    if (!user) throw notFound(id);
+    if (user.id !== caller.userId) await this.roleGuard.requireUseOfRolesBoundTo(caller, await this.principalsOf(user.id), `unlocking user '${user.userName}'`);
+    await this.throttle.unlock(user.userName);
+    return message(`User '${user.userName}' unlocked: its failed logins are cleared`);
   }
 
   /** Ids of the system users (the bootstrap administrator), for other areas. */
@@ -140,6 +160,7 @@ export class UsersService {
 
   /** A replace or a patch: `decide` gives the new state once the current one is locked. */
   private async update(
+    caller: Caller,
     id: string,
     ifMatch: EntityTagCondition | undefined,
     asSelf: boolean,
@@ -152,11 +173,42 @@ export class UsersService {
       this.refuseChangesToHubFields(current, input);
       const changes = { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
       if (asSelf) refuseChangesBeyondSelfService(current, input, changes);
-      return changes;
+      await this.refuseEscalation(caller, current, changes);
+      // A new password or a deactivation revokes every token issued before (a reactivation must not revive them).
+      const revokes = changes.passwordHash !== undefined || (current.active && !changes.active);
+      return revokes ? { ...changes, tokenVersion: current.tokenVersion + 1 } : changes;
     });
     if (!updated) throw notFound(id);
     this.callers.forget(id);
     return versioned(updated);
+  }
+
+  /** The user and every group it is in, directly or not: the principals whose roles the user holds. */
+  private async principalsOf(userId: string): Promise<string[]> {
+    return [userId, ...(await this.groupsRepository.effectiveGroupIds(userId))];
+  }
+
+  /**
+   * Who a user is — their password, `active`, `externalId`, `unixUserName` — is the key to every
+   * role they hold: changing it for another user needs Use on each of those roles, as binding them
+   * does; `externalId` links an external identity and is an administrator's to set; and the
+   * bootstrap administrator's password is theirs alone.
+   */
+  private async refuseEscalation(caller: Caller, current: User, changes: UserChanges): Promise<void> {
+    const changed = [
+      ...(changes.passwordHash !== undefined ? ['password'] : []),
+      ...(['active', 'externalId', 'unixUserName'] as const).filter((field) => changes[field] !== current[field]),
+    ];
+    if (changed.length === 0) return;
+    if (changes.externalId !== current.externalId) await this.roleGuard.requireAdministrator(caller, `set the externalId of user '${current.userName}'`);
+    if (current.id === caller.userId) return;
+    if (current.system && changes.passwordHash !== undefined)
+      throw new ForbiddenError(`The password of '${current.userName}', the bootstrap administrator, is changed only by themself`);
+    await this.roleGuard.requireUseOfRolesBoundTo(
+      caller,
+      await this.principalsOf(current.id),
+      `changing the ${changed.join(', ')} of user '${current.userName}'`,
+    );
   }
 
   /**

@@ -1,11 +1,11 @@
 import { Ability, type MatchConditions } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
 import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
-import { ForbiddenError } from '../common/errors/hub-errors.js';
+import { ForbiddenError, InvalidInputError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { PermissionValue } from './entities/role.entity.js';
-import { compileObjectMatcher, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
+import { ANY_SUBJECT, compileObjectMatcher, literalFirstSegment, MAX_OBJECT_PATH_LENGTH, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
 import { RoleBindingsRepository } from './role-bindings.repository.js';
 
 export type Effect = 'Allow' | 'Deny';
@@ -109,6 +109,8 @@ export class PrincipalPermissions {
   }
 
   decide({ object, action, namespaceId }: AccessQuestion): Effect {
+    if (object.length > MAX_OBJECT_PATH_LENGTH)
+      throw InvalidInputError.at('/object', `An object path is at most ${MAX_OBJECT_PATH_LENGTH} characters; this one has ${object.length}`);
     return this.ability(namespaceId).can(action, new AccessTarget(subjectTypeOf(object), object)) ? 'Allow' : 'Deny';
   }
 
@@ -159,6 +161,20 @@ export class PrincipalPermissions {
 }
 
 /**
+ * The matcher of a stored permission. A pattern stored before the hub refused it (an extglob)
+ * no longer compiles: it then fails closed, an Allow matching nothing and a Deny everything of
+ * its subject type, until the role is corrected.
+ */
+function storedMatcher(permission: PermissionValue): ObjectMatcher {
+  try {
+    return compileObjectMatcher(permission.objectMatcher, permission.object);
+  } catch {
+    const deny = permission.effect === 'Deny';
+    return { subjectType: deny ? literalFirstSegment(permission.object) : ANY_SUBJECT, matches: () => deny };
+  }
+}
+
+/**
  * Evaluates access (api-map §6) for callers, or for any user and groups (explain). A caller's
  * permissions are loaded once and cached by user and groups, so a membership change (which
  * changes the caller's groups) takes effect on the next request; any change to roles or
@@ -201,7 +217,7 @@ export class AccessEvaluator {
         namespaceName: row.namespace,
         permissionIndex,
         permission,
-        matcher: compileObjectMatcher(permission.objectMatcher, permission.object),
+        matcher: storedMatcher(permission),
       })),
     );
     return new PrincipalPermissions(bound);

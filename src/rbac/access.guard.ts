@@ -74,6 +74,11 @@ export class AccessGuard implements CanActivate {
       return true;
     }
     const params = request.params as Record<string, string>;
+    // Path parameters in an object are ids: anything else names nothing (as ResourceId answers),
+    // and never becomes part of a path matched against every permission.
+    for (const [, name] of access.object.matchAll(PLACEHOLDER)) {
+      if (!isUuid(params[name] ?? '')) throw new NotFoundError(`The ${name} in the path is not an id: not found`);
+    }
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
     const placement = await this.placementOf(access.namespace, request);
     const { namespace, ownerId, where } = placement;

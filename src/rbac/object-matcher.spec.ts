@@ -113,6 +113,48 @@ describe('compileObjectMatcher', () => {
     });
   });
 
+  describe('glob on RE2', () => {
+    it.each([
+      ['/Pipelines/[0-9]', '/Pipelines/7', true],
+      ['/Pipelines/[!0-9]', '/Pipelines/a', true],
+      ['/Pipelines/[!0-9]', '/Pipelines/7', false],
+      ['/Pipelines/[!0-9]', '/Pipelines//', false],
+      ['/Pipelines/[a', '/Pipelines/[a', true],
+      ['/Pipelines/a.b', '/Pipelines/a.b', true],
+      ['/Pipelines/a.b', '/Pipelines/axb', false],
+      ['/Pipelines/\\*', '/Pipelines/*', true],
+      ['/Pipelines/\\*', '/Pipelines/1', false],
+      ['/Pipelines/{1,{2,3}}', '/Pipelines/3', true],
+      ['/Pipelines/(1|2)', '/Pipelines/2', true],
+      ['/Pipelines/**', '/Pipelines', false],
+      ['/Pipelines/**/logs', '/Pipelines/logs', true],
+      ['**/logs', '/Pipelines/1/logs', true],
+      ['/Pipelines/1$', '/Pipelines/1$', true],
+      ['/Pipelines/é*', '/Pipelines/été', true],
+    ])('%s against %s: %s', (object, path, expected) => {
+      expect(compileObjectMatcher('glob', object).matches(path)).toBe(expected);
+    });
+
+    it.each(['/ClusterJobs/+(+(a))b', '/ClusterJobs/*(a)', '/ClusterJobs/?(a)', '/ClusterJobs/@(a|b)', '/ClusterJobs/!(a)'])(
+      'refuses the extglob %s, naming the pattern',
+      (object) => {
+        expect(() => compileObjectMatcher('glob', object)).toThrow(new RegExp(`extglob.*'${object.replace(/[()+*?|]/g, '\\$&')}'`));
+      },
+    );
+
+    it.each(['/Pipelines/{1,2', '/Pipelines/(1'])('refuses the unbalanced glob %s', (object) => {
+      expect(() => compileObjectMatcher('glob', object)).toThrow(SyntaxError);
+    });
+
+    it.each([
+      ['/ClusterJobs/*a*a*a*a*a*a*a*a*b', `/ClusterJobs/${'a'.repeat(1000)}`, false],
+      ['/**/a/**/a/**/a/**/b', `/${'a/'.repeat(500)}c`, false],
+      ['/ClusterJobs/{a,a}{a,a}{a,a}{a,a}*b', `/ClusterJobs/${'a'.repeat(1000)}`, false],
+    ])('matches %s, which picomatch compiled to a backtracking expression, in linear time', (object, path, expected) => {
+      expect(compileObjectMatcher('glob', object).matches(path)).toBe(expected);
+    });
+  });
+
   describe('regex', () => {
     it.each([
       ['/Pipelines', '/Pipelines', true],
