@@ -191,7 +191,7 @@ export class ClusterRepository {
 
   listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
     const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
-    return fetchListPage(whereInScopeOrOwned(jobs, 'job.namespace_id', scope, 'job.owner_id', callerId), query);
+    return fetchListPage(whereInScopeOrOwned(jobs, { namespace: 'job.namespace_id', item: 'job.id' }, scope, 'job.owner_id', callerId), query);
   }
 
   /** Per job, how many of its executions are in each state. */
@@ -248,7 +248,10 @@ export class ClusterRepository {
 
   listExecutions(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ExecutionRow>> {
     const executions = this.dataSource.createQueryBuilder().from<ExecutionRow>(`(${EXECUTIONS_SQL})`, 'execution');
-    return fetchListPage(whereInScopeOrOwned(executions, 'execution."namespaceId"', scope, 'execution."ownerId"', callerId), query);
+    return fetchListPage(
+      whereInScopeOrOwned(executions, { namespace: 'execution."namespaceId"', item: 'execution."jobId"' }, scope, 'execution."ownerId"', callerId),
+      query,
+    );
   }
 
   findExecution(id: string): Promise<JobExecution | null> {

@@ -2,10 +2,18 @@ import { Ability, type MatchConditions } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
 import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { ForbiddenError, InvalidInputError } from '../common/errors/hub-errors.js';
-import type { NamespaceScope } from '../common/http/access-scope.js';
+import type { HiddenItems, ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { PermissionValue } from './entities/role.entity.js';
-import { ANY_SUBJECT, compileObjectMatcher, literalFirstSegment, MAX_OBJECT_PATH_LENGTH, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
+import {
+  ANY_SUBJECT,
+  compileObjectMatcher,
+  globToRegex,
+  literalFirstSegment,
+  MAX_OBJECT_PATH_LENGTH,
+  subjectTypeOf,
+  type ObjectMatcher,
+} from './object-matcher.js';
 import { RoleBindingsRepository } from './role-bindings.repository.js';
 
 export type Effect = 'Allow' | 'Deny';
@@ -92,6 +100,39 @@ function caslActions(actions: readonly string[]): string[] {
 }
 
 /**
+ * A regex that RE2 and PostgreSQL read alike: no `(?` but `(?:`, and no escapes but `\d \w \s`
+ * (and their negations) and escaped punctuation.
+ */
+function isPortableRegex(source: string): boolean {
+  return /^(?:[^\\]|\\[dwsDWS!-/:-@[-`{-~])*$/.test(source) && !/\((?!\?:)\?/.test(source.replace(/\\./g, ''));
+}
+
+/**
+ * Which items `<prefix><id>` a Deny permission covers, as a list's SQL can tell: none, some ids,
+ * those matching a pattern, or (`{}`) all. A pattern SQL could read otherwise than RE2 (a regex
+ * beyond the syntax both share, a stored glob that no longer compiles) covers them all: a list
+ * may then hide more than single reads, never show more.
+ */
+function itemsCovered(permission: PermissionValue, prefix: string): Omit<HiddenItems, 'namespaceId'> | 'none' {
+  const { object } = permission;
+  switch (permission.objectMatcher) {
+    case 'simple': {
+      if (object.endsWith('/*')) return prefix.startsWith(object.slice(0, -1)) ? {} : 'none';
+      const id = object.startsWith(prefix) ? object.slice(prefix.length) : '';
+      return id !== '' && !id.includes('/') ? { ids: [id] } : 'none';
+    }
+    case 'glob':
+      try {
+        return { pattern: `^(?:${globToRegex(object)})$` };
+      } catch {
+        return {};
+      }
+    case 'regex':
+      return isPortableRegex(object) ? { pattern: `^(?:${object})$` } : {};
+  }
+}
+
+/**
  * The permissions a caller has through its bindings and its groups' bindings, with a CASL
  * ability per namespace built on first use. Allow rules come first and Deny rules last: CASL
  * lets the last matching rule decide, so any matching Deny wins, then any Allow, else Deny.
@@ -130,6 +171,22 @@ export class PrincipalPermissions {
     if (this.decide({ object, action, namespaceId: null }) === 'Allow') return { all: true, except: namespaces.filter((id) => !allowedIn(id)) };
     const only = namespaces.filter(allowedIn);
     return only.length > 0 ? { all: false, only } : null;
+  }
+
+  /**
+   * What item-level Denies hide from a list of `collection` (its items are `<collection>/<id>`),
+   * so that a list leaves out exactly what single reads refuse for a Deny; undefined when none do.
+   */
+  itemDenials(collection: string, action: string): ItemDenials | undefined {
+    const prefix = `${collection}/`;
+    const type = subjectTypeOf(collection);
+    const hidden = this.bound.flatMap(({ permission, matcher, namespaceId }): HiddenItems[] => {
+      if (permission.effect !== 'Deny' || !(permission.actions.includes(action) || permission.actions.includes(ANY_ACTION))) return [];
+      if (matcher.subjectType !== type && matcher.subjectType !== ANY_SUBJECT) return [];
+      const covered = itemsCovered(permission, prefix);
+      return covered === 'none' ? [] : [{ namespaceId, ...covered }];
+    });
+    return hidden.length > 0 ? { prefix, hidden } : undefined;
   }
 
   /** A scope in words, for the audit: `*`, `* except a, b`, or `a, b` (namespace names). */

@@ -115,7 +115,9 @@ export class AccessGuard implements CanActivate {
     }
     if (!scope) throw notAllowed(access.action, access.object, 'anywhere');
     this.record(caller, access.object, access.action, where, 'Allow', 'Filter');
-    request.access = { asSelf: false, scope };
+    // Items a Deny hides from single reads are hidden from the list too.
+    const items = permissions.itemDenials(access.object, access.action);
+    request.access = { asSelf: false, scope: items ? { ...scope, items } : scope };
   }
 
   private record(caller: Caller, object: string, action: string, namespace: string, decision: Effect, purpose: 'Request' | 'Filter'): void {

@@ -2,10 +2,31 @@ import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 
 /**
+ * Items of a list that a Deny hides although their namespace is in scope — exactly those a single
+ * read would refuse for it: the item `<prefix><id>` when its namespace is `namespaceId` (null: any).
+ * `ids`: those exact ids; `pattern`: those whose path matches this anchored regular expression
+ * (in the syntax RE2 and PostgreSQL share); neither: every item.
+ */
+export interface HiddenItems {
+  readonly namespaceId: string | null;
+  readonly ids?: readonly string[];
+  readonly pattern?: string;
+}
+
+/** The item-level Denies of a list: its items' object paths are `prefix` + id (`/ClusterJobs/`). */
+export interface ItemDenials {
+  readonly prefix: string;
+  readonly hidden: readonly HiddenItems[];
+}
+
+/**
  * The namespaces a list is narrowed to (api-map §6): all of them but some (the caller may read
  * in `*`), or only some. Ids; entities of `*` (a null namespace) are in scope only with `all`.
+ * With `items`, the list also leaves out the items a Deny of them hides.
  */
-export type NamespaceScope = { readonly all: true; readonly except: readonly string[] } | { readonly all: false; readonly only: readonly string[] };
+export type NamespaceScope = ({ readonly all: true; readonly except: readonly string[] } | { readonly all: false; readonly only: readonly string[] }) & {
+  readonly items?: ItemDenials;
+};
 
 /** What the access guard decided for a request, beyond letting it through. */
 export interface RequestAccess {
