@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ANY_SUBJECT, compileObjectMatcher, subjectTypeOf, type ObjectMatcherKind } from './object-matcher.js';
+import { RE2JS } from 're2js';
+import { ANY_SUBJECT, compileObjectMatcher, globToRegex, subjectTypeOf, type ObjectMatcherKind } from './object-matcher.js';
 
 describe('subjectTypeOf', () => {
   it.each([
@@ -141,6 +142,23 @@ describe('compileObjectMatcher', () => {
         expect(() => compileObjectMatcher('glob', object)).toThrow(new RegExp(`extglob.*'${object.replace(/[()+*?|]/g, '\\$&')}'`));
       },
     );
+
+    it.each(['/Pipelines', '/Pipelines/**', '/**', '/Pipe.lines/**'])('compares %s as a string exactly as RE2 would match it', (object) => {
+      const re2 = RE2JS.compile(`^(?:${globToRegex(object)})$`);
+      for (const path of [
+        '/',
+        '/Pipelines',
+        '/Pipelines/',
+        '/Pipelines/1',
+        '/Pipelines/1/logs',
+        '/PipelinesX',
+        '/Pipe.lines/1',
+        '/Pipexlines/1',
+        '/Users/1',
+        '',
+      ])
+        expect([object, path, compileObjectMatcher('glob', object).matches(path)]).toEqual([object, path, re2.matches(path)]);
+    });
 
     it.each(['/Pipelines/{1,2', '/Pipelines/(1'])('refuses the unbalanced glob %s', (object) => {
       expect(() => compileObjectMatcher('glob', object)).toThrow(SyntaxError);

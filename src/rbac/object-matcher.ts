@@ -152,6 +152,21 @@ function re2Matcher(source: string, subjectType: string): ObjectMatcher {
   return { subjectType, matches: (path) => pattern.matches(path) };
 }
 
+/** Characters that mean something in a glob. */
+const GLOB_SYNTAX = /[*?[\]{}()|\\!+@,]/;
+
+/**
+ * A glob on RE2, as regexes are: every request may be matched against it. The commonest globs,
+ * a plain path and one ending in `/**` (HubAdministrator's `/**`), are compared as strings.
+ */
+function globMatcher(glob: string): ObjectMatcher {
+  const subjectType = literalFirstSegment(glob);
+  if (!GLOB_SYNTAX.test(glob)) return { subjectType, matches: (path) => path === glob };
+  const below = glob.endsWith('/**') ? glob.slice(0, -2) : undefined;
+  if (below !== undefined && !GLOB_SYNTAX.test(below)) return { subjectType, matches: (path) => path.startsWith(below) };
+  return re2Matcher(globToRegex(glob), subjectType);
+}
+
 /**
  * Compiles a permission's object matcher. Throws a SyntaxError for a regex that does not
  * compile (RE2 syntax: no backreferences or lookaround) or a glob that uses extglob syntax; the
@@ -162,8 +177,7 @@ export function compileObjectMatcher(kind: ObjectMatcherKind, object: string): O
     case 'simple':
       return simpleMatcher(object);
     case 'glob':
-      // Globs and regexes run on the same engine: every request may be matched against them.
-      return re2Matcher(globToRegex(object), literalFirstSegment(object));
+      return globMatcher(object);
     case 'regex':
       return re2Matcher(object, ANY_SUBJECT);
   }
