@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
-import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -50,6 +50,29 @@ function refuseChangesBeyondSelfService(current: User, input: UserInputDto, chan
       `You may change only your own displayName and email, not ${names.join(', ')}; change your password with PUT /api/v2/auth/me/password`,
     );
   }
+}
+
+/** The columns a body sets, but the password. */
+function columnsFrom(input: UserInputDto): UserChanges {
+  return {
+    userName: input.userName,
+    displayName: input.displayName ?? null,
+    email: input.email ?? null,
+    active: input.active ?? true,
+    externalId: input.externalId ?? null,
+    unixHomeDirectory: input.unixHomeDirectory ?? null,
+    unixUserName: input.unixUserName ?? null,
+    userPrincipalName: input.userPrincipalName ?? null,
+  };
+}
+
+/** Which of the fields that make a user who they are (the key to every role they hold) a body changes. */
+function identityChanges(current: User, input: UserInputDto): string[] {
+  const columns = columnsFrom(input);
+  return [
+    ...(input.password !== undefined ? ['password'] : []),
+    ...(['active', 'externalId', 'unixUserName'] as const).filter((field) => columns[field] !== current[field]),
+  ];
 }
 
 /** How far ahead an invitation may be set to expire. */
@@ -166,6 +189,17 @@ export class UsersService {
     asSelf: boolean,
     decide: (current: User) => UserInputDto | Promise<UserInputDto>,
   ): Promise<Versioned<UserDto>> {
+    // The escalation guard reads bindings and groups: it decides on the user as read before the
+    // row is locked (a locked row holds a pooled connection meanwhile), and a change under the
+    // lock that touches more than it checked is a conflict. A caller acting as themself may change
+    // none of these fields.
+    let checked: string[] = [];
+    if (!asSelf) {
+      const before = await this.users.findById(id);
+      if (!before) throw notFound(id);
+      checked = identityChanges(before, await decide(before));
+      await this.refuseEscalation(caller, before, checked);
+    }
     const updated = await this.users.update(id, async (current) => {
       requireIfMatch(ifMatch, current.version);
       const input = await decide(current);
@@ -173,7 +207,8 @@ export class UsersService {
       this.refuseChangesToHubFields(current, input);
       const changes = { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
       if (asSelf) refuseChangesBeyondSelfService(current, input, changes);
-      await this.refuseEscalation(caller, current, changes);
+      if (identityChanges(current, input).some((field) => !checked.includes(field)))
+        throw new ConflictError(`User '${current.userName}' changed while this change was checked; send it again`);
       // A new password or a deactivation revokes every token issued before (a reactivation must not revive them).
       const revokes = changes.passwordHash !== undefined || (current.active && !changes.active);
       return revokes ? { ...changes, tokenVersion: current.tokenVersion + 1 } : changes;
@@ -194,15 +229,11 @@ export class UsersService {
    * does; `externalId` links an external identity and is an administrator's to set; and the
    * bootstrap administrator's password is theirs alone.
    */
-  private async refuseEscalation(caller: Caller, current: User, changes: UserChanges): Promise<void> {
-    const changed = [
-      ...(changes.passwordHash !== undefined ? ['password'] : []),
-      ...(['active', 'externalId', 'unixUserName'] as const).filter((field) => changes[field] !== current[field]),
-    ];
+  private async refuseEscalation(caller: Caller, current: User, changed: readonly string[]): Promise<void> {
     if (changed.length === 0) return;
-    if (changes.externalId !== current.externalId) await this.roleGuard.requireAdministrator(caller, `set the externalId of user '${current.userName}'`);
+    if (changed.includes('externalId')) await this.roleGuard.requireAdministrator(caller, `set the externalId of user '${current.userName}'`);
     if (current.id === caller.userId) return;
-    if (current.system && changes.passwordHash !== undefined)
+    if (current.system && changed.includes('password'))
       throw new ForbiddenError(`The password of '${current.userName}', the bootstrap administrator, is changed only by themself`);
     await this.roleGuard.requireUseOfRolesBoundTo(
       caller,
@@ -245,16 +276,6 @@ export class UsersService {
   /** The columns a body sets; a password is checked against the policy and hashed (absent keeps the current one). */
   private async changesFrom(input: UserInputDto): Promise<UserChanges> {
     if (input.password !== undefined) this.policy.check(input.password, input.userName, '/password');
-    return {
-      userName: input.userName,
-      displayName: input.displayName ?? null,
-      email: input.email ?? null,
-      active: input.active ?? true,
-      externalId: input.externalId ?? null,
-      unixHomeDirectory: input.unixHomeDirectory ?? null,
-      unixUserName: input.unixUserName ?? null,
-      userPrincipalName: input.userPrincipalName ?? null,
-      ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }),
-    };
+    return { ...columnsFrom(input), ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }) };
   }
 }
