@@ -126,7 +126,7 @@ export class GroupsController {
     method: 'PATCH',
     path: ':groupId/members',
     summary: "Change a group's members",
-    description: `Items \`{op: add|remove, id}\` or \`{op, name, principalType}\`, applied in order as one transaction (at most ${MAX_MEMBER_CHANGES}). An unknown principal, or an addition that would make a group contain itself, is 400 and changes nothing.`,
+    description: `Items \`{op: add|remove, id}\` or \`{op, name, principalType}\`, applied in order as one transaction (at most ${MAX_MEMBER_CHANGES}). An unknown principal, or an addition that would make a group contain itself, is 400 and changes nothing. A member gets the roles bound to the group and to every group containing it, so any change needs Use on each of those roles (403 naming the first missing), as binding them does.`,
     access: { object: '/Groups/{groupId}', action: 'Update' },
     response: MessageDto,
     body: [GroupMemberChangeDto],

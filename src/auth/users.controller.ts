@@ -16,6 +16,9 @@ import { USER_GROUP_LIST_QUERY, USER_LIST_QUERY } from './list-queries.js';
 import { UsersService } from './users.service.js';
 
 const DUPLICATE = "A user named 'ada' already exists (names are compared ignoring case)";
+/** What a change of who a user is needs beyond Update (api-map §6). */
+const GUARDED =
+  "Another user's `password`, `active`, `externalId` or `unixUserName` changes only with Use on every role bound to that user (directly or through any group), as binding those roles needs; `externalId` only by an administrator; the bootstrap administrator's password only by themself. A new password or `active: false` revokes every token issued to the user before. `unixUserName` is unique (409).";
 const userId = new ResourceId('User');
 
 @ApiTags('Users')
@@ -64,7 +67,7 @@ export class UsersController {
     method: 'PUT',
     path: ':userId',
     summary: 'Replace a user',
-    description: 'Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given).',
+    description: `Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given). ${GUARDED}`,
     access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     etag: true,
@@ -84,6 +87,7 @@ export class UsersController {
     method: 'PATCH',
     path: ':userId',
     summary: 'Patch a user',
+    description: GUARDED,
     access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     patch: true,
