@@ -1,5 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -24,8 +25,12 @@ export class GroupsController {
   constructor(private readonly groups: GroupsService) {}
 
   @Route({ method: 'GET', summary: 'Query groups', access: { object: '/Groups', action: 'Read' }, list: GROUP_LIST_QUERY, response: GroupListDto })
-  queryGroups(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<GroupDto>> {
-    return this.groups.query(caller, query);
+  queryGroups(
+    @CurrentCaller() caller: Caller,
+    @ListParams() query: ListQuery,
+    @ListDenials() denials: ItemDenials | undefined,
+  ): Promise<ListEnvelope<GroupDto>> {
+    return this.groups.query(caller, query, denials);
   }
 
   @Route({

@@ -3,7 +3,8 @@ import { DataSource, type EntityManager, type QueryResult, type Repository } fro
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, fetchListRows, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
+import { fetchListPage, whereNotHidden, fetchListRows, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { GroupMemberDto, PrincipalType } from './dto/group.dto.js';
 import { Group } from './entities/group.entity.js';
@@ -128,8 +129,8 @@ export class GroupsRepository {
     this.groups = dataSource.getRepository(Group);
   }
 
-  list(query: ListQuery): Promise<ListPage<Group>> {
-    return fetchListPage(this.groups.createQueryBuilder('groups'), query);
+  list(query: ListQuery, denials: ItemDenials | undefined): Promise<ListPage<Group>> {
+    return fetchListPage(whereNotHidden(this.groups.createQueryBuilder('groups'), 'groups.id', denials), query);
   }
 
   listPrincipals(query: ListQuery): Promise<ListPage<PrincipalRow>> {

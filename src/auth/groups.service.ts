@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -37,8 +38,9 @@ export class GroupsService {
     private readonly roleGuard: RoleGuard,
   ) {}
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<GroupDto>> {
-    return toListEnvelope(await this.groups.list(query), query, toGroupResponse);
+  /** The groups, but those a Deny hides from the caller's single reads. */
+  async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<GroupDto>> {
+    return toListEnvelope(await this.groups.list(query, denials), query, toGroupResponse);
   }
 
   async create(_caller: Caller, input: GroupInputDto): Promise<Versioned<GroupDto>> {

@@ -1,6 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { AsSelf } from '../common/http/access-scope.js';
+import { AsSelf, ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -27,8 +27,8 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Route({ method: 'GET', summary: 'Query users', access: { object: '/Users', action: 'Read' }, list: USER_LIST_QUERY, response: UserListDto })
-  queryUsers(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<UserDto>> {
-    return this.users.query(caller, query);
+  queryUsers(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListDenials() denials: ItemDenials | undefined): Promise<ListEnvelope<UserDto>> {
+    return this.users.query(caller, query, denials);
   }
 
   @Route({

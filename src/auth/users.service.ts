@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -92,8 +93,9 @@ export class UsersService {
     private readonly clock: Clock,
   ) {}
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<UserDto>> {
-    return toListEnvelope(await this.users.list(query), query, toUserResponse);
+  /** The users, but those a Deny hides from the caller's single reads. */
+  async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<UserDto>> {
+    return toListEnvelope(await this.users.list(query, denials), query, toUserResponse);
   }
 
   /**

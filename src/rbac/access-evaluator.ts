@@ -176,11 +176,13 @@ export class PrincipalPermissions {
   /**
    * What item-level Denies hide from a list of `collection` (its items are `<collection>/<id>`),
    * so that a list leaves out exactly what single reads refuse for a Deny; undefined when none do.
+   * With `inNamespace`, only the Denies that apply there (a list of items outside namespaces: `*`).
    */
-  itemDenials(collection: string, action: string): ItemDenials | undefined {
+  itemDenials(collection: string, action: string, inNamespace?: string | null): ItemDenials | undefined {
     const prefix = `${collection}/`;
     const type = subjectTypeOf(collection);
-    const hidden = this.bound.flatMap(({ permission, matcher, namespaceId }): HiddenItems[] => {
+    const bound = inNamespace === undefined ? this.bound : this.applicable(inNamespace);
+    const hidden = bound.flatMap(({ permission, matcher, namespaceId }): HiddenItems[] => {
       if (permission.effect !== 'Deny' || !(permission.actions.includes(action) || permission.actions.includes(ANY_ACTION))) return [];
       if (matcher.subjectType !== type && matcher.subjectType !== ANY_SUBJECT) return [];
       const covered = itemsCovered(permission, prefix);

@@ -89,7 +89,9 @@ export class AccessGuard implements CanActivate {
     const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
     if (allowed || asSelf) {
-      request.access = { asSelf };
+      // A list of items outside namespaces leaves out those a Deny hides from their single reads.
+      const items = options.list && !asSelf && !access.object.includes('{') ? permissions.itemDenials(access.object, access.action, namespace.id) : undefined;
+      request.access = { asSelf, ...(items && { items }) };
       return true;
     }
     if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${requested} not found`);

@@ -170,6 +170,25 @@ describe('the access model: matching and lists', () => {
       expect(listed).not.toContain(hidden);
     });
 
+    it.each<[string, string, (name: string) => unknown, 'id' | '_id']>([
+      ['users', '/api/v2/auth/users', (name) => ({ userName: name, password: PASSWORD }), '_id'],
+      ['groups', '/api/v2/auth/groups', (name) => ({ name }), '_id'],
+      ['roles', '/api/v2/rbac/roles', (name) => ({ name }), 'id'],
+    ])('%s (outside namespaces: Denies bound in *)', async (_kind, url, body, field) => {
+      const collection = { '/api/v2/auth/users': '/Users', '/api/v2/auth/groups': '/Groups', '/api/v2/rbac/roles': '/Roles' }[url] as string;
+      const make = async () => created(await call('POST', url, admin(), body(unique('listed'))), field);
+      const [hidden, shown, elsewhere] = [await make(), await make(), await make()];
+      const viewer = await userWith([...readAll(collection), deny(`${collection}/${hidden}`)]);
+      // A Deny bound in a namespace does not apply outside namespaces, for single reads or lists.
+      const role = created(await createRole([deny(`${collection}/${elsewhere}`)]), 'id');
+      created(await call('POST', '/api/v2/rbac/rolebindings', admin(), { role, principal: viewer.id, namespace: 'default' }), 'id');
+      expect((await call('GET', `${url}/${hidden}`, viewer.as)).statusCode).toBe(404);
+      expect((await call('GET', `${url}/${elsewhere}`, viewer.as)).statusCode).toBe(200);
+      const listed = await ids(`${url}?page[limit]=1000`, viewer.as, field);
+      expect(listed).toEqual(expect.arrayContaining([shown, elsewhere]));
+      expect(listed).not.toContain(hidden);
+    });
+
     it('a collection-wide Deny of the items (simple /X/*) hides them all, the collection still readable', async () => {
       const viewer = await userWith([allow('/ClusterJobs'), deny('/ClusterJobs/*')]);
       expect(await ids('/api/v2/cluster/jobs?page[limit]=1000', viewer.as)).toEqual([]);

@@ -34,6 +34,8 @@ export interface RequestAccess {
   readonly asSelf: boolean;
   /** For a `namespaced` list: the namespaces its items may come from. */
   readonly scope?: NamespaceScope;
+  /** For a list of items outside namespaces (decided in `*`): the items a Deny hides. */
+  readonly items?: ItemDenials;
 }
 
 declare module 'fastify' {
@@ -55,6 +57,9 @@ export const ListScope = createParamDecorator((_data: unknown, context: Executio
   if (!scope) throw new Error('@ListScope() needs a route declared with `namespaced: true`');
   return scope;
 });
+
+/** The item-level Denies of a list of items outside namespaces (undefined: none hide anything). */
+export const ListDenials = createParamDecorator((_data: unknown, context: ExecutionContext): ItemDenials | undefined => accessOf(context).items);
 
 /** True when the caller was let through only as themself (a route declared with `self`). */
 export const AsSelf = createParamDecorator((_data: unknown, context: ExecutionContext): boolean => accessOf(context).asSelf);

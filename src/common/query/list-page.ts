@@ -127,10 +127,15 @@ export interface ScopeColumns {
 }
 
 /** The SQL that hides the items an item-level Deny covers (api-map §6: a list shows what single reads show). */
-function hiddenCondition(column: ScopeColumns, items: ItemDenials): { sql: string; parameters: Record<string, unknown> } | undefined {
+function hiddenCondition(
+  column: Partial<ScopeColumns> & { readonly item: string },
+  items: ItemDenials,
+): { sql: string; parameters: Record<string, unknown> } | undefined {
   if (items.hidden.length === 0) return undefined;
   const parameters: Record<string, unknown> = { scopeItemPrefix: items.prefix };
   const hidden = items.hidden.map((rule, index) => {
+    // Items outside namespaces (no namespace column) are decided in `*`, where only Denies bound in `*` apply.
+    if (rule.namespaceId !== null && column.namespace === undefined) return 'FALSE';
     const where = rule.namespaceId === null ? [] : [`${column.namespace} = :scopeHiddenNamespace${index}`];
     if (rule.namespaceId !== null) parameters[`scopeHiddenNamespace${index}`] = rule.namespaceId;
     if (rule.ids) {
@@ -160,6 +165,12 @@ function scopeCondition(column: ScopeColumns, scope: NamespaceScope): { sql: str
 /** Narrows a list to a namespace scope (namespace id null meaning every namespace, `*`), without the items a Deny hides. */
 export function whereInScope<Q extends WhereExpressionBuilder>(qb: Q, column: ScopeColumns, scope: NamespaceScope): Q {
   const condition = scopeCondition(column, scope);
+  return condition ? qb.andWhere(condition.sql, condition.parameters) : qb;
+}
+
+/** Leaves out of a list of items outside namespaces those a Deny hides from their single reads (`column` holds an item's id). */
+export function whereNotHidden<Q extends WhereExpressionBuilder>(qb: Q, column: string, items: ItemDenials | undefined): Q {
+  const condition = items && hiddenCondition({ item: column }, items);
   return condition ? qb.andWhere(condition.sql, condition.parameters) : qb;
 }
 
