@@ -189,6 +189,23 @@ describe('the access model: matching and lists', () => {
       expect(listed).not.toContain(hidden);
     });
 
+    it('execution profiles and cluster nodes (outside namespaces)', async () => {
+      const profiles = await ids('/api/v2/execution-profiles/execprofiles?page[limit]=1000', admin(), '_id');
+      const nodes = await ids('/api/v2/cluster/nodes?page[limit]=1000', admin());
+      expect(profiles.length).toBeGreaterThan(0);
+      expect(nodes.length).toBeGreaterThan(0);
+      const viewer = await userWith([
+        ...readAll('/ExecutionProfiles'),
+        ...readAll('/ClusterNodes'),
+        deny(`/ExecutionProfiles/${profiles[0]}`),
+        deny(`/ClusterNodes/${nodes[0]}`),
+      ]);
+      expect((await call('GET', `/api/v2/execution-profiles/execprofiles/${profiles[0]}`, viewer.as)).statusCode).toBe(404);
+      expect((await call('GET', `/api/v2/cluster/nodes/${nodes[0]}`, viewer.as)).statusCode).toBe(404);
+      expect(await ids('/api/v2/execution-profiles/execprofiles?page[limit]=1000', viewer.as, '_id')).toEqual(profiles.slice(1));
+      expect(await ids('/api/v2/cluster/nodes?page[limit]=1000', viewer.as)).toEqual(nodes.slice(1));
+    });
+
     it('a collection-wide Deny of the items (simple /X/*) hides them all, the collection still readable', async () => {
       const viewer = await userWith([allow('/ClusterJobs'), deny('/ClusterJobs/*')]);
       expect(await ids('/api/v2/cluster/jobs?page[limit]=1000', viewer.as)).toEqual([]);
