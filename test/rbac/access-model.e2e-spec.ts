@@ -168,6 +168,11 @@ describe('the access model: matching and lists', () => {
       const listed = await ids('/api/v2/rbac/rolebindings?page[limit]=1000', denying.as);
       expect(listed).toContain(shown);
       expect(listed).not.toContain(hidden);
+      // A Deny bound in a namespace hides nothing of `*` (bindings in every namespace), as their single reads.
+      const inNamespace = await userWith(readAll('/RoleBindings'));
+      const role = created(await createRole([deny(`/RoleBindings/${hidden}`)]), 'id');
+      created(await call('POST', '/api/v2/rbac/rolebindings', admin(), { role, principal: inNamespace.id, namespace: 'default' }), 'id');
+      expect(await ids('/api/v2/rbac/rolebindings?page[limit]=1000', inNamespace.as)).toEqual(expect.arrayContaining(before));
     });
 
     it.each<[string, string, (name: string) => unknown, 'id' | '_id']>([

@@ -136,7 +136,8 @@ function hiddenCondition(
   const hidden = items.hidden.map((rule, index) => {
     // Items outside namespaces (no namespace column) are decided in `*`, where only Denies bound in `*` apply.
     if (rule.namespaceId !== null && column.namespace === undefined) return 'FALSE';
-    const where = rule.namespaceId === null ? [] : [`${column.namespace} = :scopeHiddenNamespace${index}`];
+    // coalesce: an item of `*` (a null namespace) is not in the Deny's namespace, and must not make the whole condition null.
+    const where = rule.namespaceId === null ? [] : [`coalesce(${column.namespace} = :scopeHiddenNamespace${index}, false)`];
     if (rule.namespaceId !== null) parameters[`scopeHiddenNamespace${index}`] = rule.namespaceId;
     if (rule.ids) {
       where.push(`CAST(${column.item} AS text) = ANY(:scopeHiddenIds${index})`);
