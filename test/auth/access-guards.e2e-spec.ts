@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { JwtService } from '@nestjs/jwt';
+import { DataSource } from 'typeorm';
+import { AccessModelGuards1795351000000 } from '../../migrations/1795351000000-AccessModelGuards.js';
 import { ADMIN_PASSWORD, ADMIN_USER, bearer, JWT_SECRET, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
 /**
@@ -271,6 +273,25 @@ describe('access guards of identity', () => {
       const other = await createUser();
       expect((await patchUser(other.id, admin(), [{ op: 'add', path: '/unixUserName', value: unixUserName }])).statusCode).toBe(409);
       expect((await patchUser(other.id, admin(), [{ op: 'add', path: '/unixUserName', value: `${unixUserName}-2` }])).statusCode).toBe(200);
+    });
+
+    it('is made unique by the migration on a database that holds duplicates: the oldest user keeps the name', async () => {
+      const dataSource = hub.app.get(DataSource);
+      const runner = dataSource.createQueryRunner();
+      try {
+        const [older, newer] = [await createUser(), await createUser()];
+        const migration = new AccessModelGuards1795351000000();
+        await migration.down(runner);
+        await dataSource.query(`UPDATE users SET unix_user_name = 'shared', created = now() - interval '1 day' WHERE id = $1`, [older.id]);
+        await dataSource.query(`UPDATE users SET unix_user_name = 'shared' WHERE id = $1`, [newer.id]);
+        await migration.up(runner);
+        const rows: { id: string; unix_user_name: string | null }[] = await dataSource.query('SELECT id, unix_user_name FROM users WHERE id = ANY($1)', [
+          [older.id, newer.id],
+        ]);
+        expect(Object.fromEntries(rows.map((row) => [row.id, row.unix_user_name]))).toEqual({ [older.id]: 'shared', [newer.id]: null });
+      } finally {
+        await runner.release();
+      }
     });
   });
 });
