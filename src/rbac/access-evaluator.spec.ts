@@ -327,6 +327,11 @@ describe('PrincipalPermissions', () => {
         [{ namespaceId: null, pattern: '^(?:/ClusterJobs/4{4}[0-9a-f-]+)$' }],
       ],
       ['every item for a regex beyond that syntax (fails closed)', [deny('/ClusterJobs/\\pL+', ['Read'], { matcher: 'regex' })], [{ namespaceId: null }]],
+      [
+        'every item for a regex repeating more than PostgreSQL counts (fails closed)',
+        [deny('/ClusterJobs/a{256}', ['Read'], { matcher: 'regex' })],
+        [{ namespaceId: null }],
+      ],
       ['every item for a regex with a flag group (fails closed)', [deny('/ClusterJobs/(?i)A.*', ['Read'], { matcher: 'regex' })], [{ namespaceId: null }]],
     ])('%s', (_name, grants, hidden) => {
       const denials = permissionsOf(grants).itemDenials('/ClusterJobs', 'Read');

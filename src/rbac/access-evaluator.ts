@@ -100,11 +100,14 @@ function caslActions(actions: readonly string[]): string[] {
 }
 
 /**
- * A regex that RE2 and PostgreSQL read alike: no `(?` but `(?:`, and no escapes but `\d \w \s`
- * (and their negations) and escaped punctuation.
+ * A regex that RE2 and PostgreSQL read alike: no `(?` but `(?:`, no escapes but `\d \w \s`
+ * (and their negations) and escaped punctuation, no repetition count above 255.
  */
 function isPortableRegex(source: string): boolean {
-  return /^(?:[^\\]|\\[dwsDWS!-/:-@[-`{-~])*$/.test(source) && !/\((?!\?:)\?/.test(source.replace(/\\./g, ''));
+  const unescaped = source.replace(/\\./g, '');
+  // PostgreSQL counts repetitions up to 255 (RE2 up to 1,000).
+  const counts = [...unescaped.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].flatMap((match) => [Number(match[1]), Number(match[2] || 0)]);
+  return /^(?:[^\\]|\\[dwsDWS!-/:-@[-`{-~])*$/.test(source) && !/\((?!\?:)\?/.test(unescaped) && counts.every((count) => count <= 255);
 }
 
 /**
