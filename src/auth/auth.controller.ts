@@ -1,6 +1,7 @@
 import { Body, Controller } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
+import { Origin, type RequestOrigin } from '../common/http/client-address.js';
 import type { Versioned } from '../common/http/entity-tag.js';
 import { MessageDto } from '../common/http/message.dto.js';
 import { Route } from '../common/http/route.decorator.js';
@@ -14,6 +15,7 @@ import { USER_FIELDS, UserDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
 
 const LOCKED = 'Too many failed logins for this user name; try again later';
+const REVOKES = 'Every token issued to the user before, the one that made the change included, is revoked (401): log in again.';
 
 @ApiTags('Authentication')
 @Controller('api/v2/auth')
@@ -28,13 +30,13 @@ export class AuthController {
     path: 'login',
     summary: 'Log in',
     description:
-      'Exchanges a user name and password for a bearer token valid for `expiresIn` seconds. After 5 failures for one user name within 15 minutes (configurable), the name is locked for 15 minutes: 429 with `Retry-After`.',
+      'Exchanges a user name and password for a bearer token valid for `expiresIn` seconds. After 5 failures for one user name within 15 minutes (configurable), the name is locked for 15 minutes; after 100 failures from one client address (HUB_LOGIN_MAX_FAILURES_PER_ADDRESS) within that window, the address is refused for the rest of it: both 429 with `Retry-After`. The client address is the peer, or the `X-Forwarded-For` entry a proxy listed in HUB_TRUSTED_PROXIES set.',
     access: { public: true },
     response: LoginResponseDto,
     errors: { 401: 'Invalid user name or password', 429: LOCKED },
   })
-  login(@Body() body: LoginRequestDto): Promise<LoginResponseDto> {
-    return this.auth.login(body);
+  login(@Body() body: LoginRequestDto, @Origin() origin: RequestOrigin): Promise<LoginResponseDto> {
+    return this.auth.login(body, origin);
   }
 
   @Route({
@@ -66,13 +68,13 @@ export class AuthController {
     method: 'PUT',
     path: 'me/password',
     summary: "Change the caller's password",
-    description: 'A wrong `currentPassword` is a 400 and counts as a failed login for the lockout. Tokens already issued stay valid until they expire.',
+    description: `A wrong \`currentPassword\` is a 400 and counts as a failed login for the lockout. ${REVOKES}`,
     access: { self: true },
     response: MessageDto,
     errors: { 429: LOCKED },
   })
-  changePassword(@CurrentCaller() caller: Caller, @Body() body: PasswordChangeDto): Promise<MessageDto> {
-    return this.auth.changePassword(caller, body);
+  changePassword(@CurrentCaller() caller: Caller, @Body() body: PasswordChangeDto, @Origin() origin: RequestOrigin): Promise<MessageDto> {
+    return this.auth.changePassword(caller, body, origin);
   }
 
   @Route({
@@ -80,7 +82,7 @@ export class AuthController {
     path: 'accounts',
     summary: 'Accept an invitation',
     description:
-      'Completes an invited user with the `invitationToken` from its creation: sets the user name, display name and a password (or links `jwtSubject`, kept as `externalId`). A token works once; an expired or used one is 400.',
+      'Completes an invited user with the `invitationToken` from its creation: sets the user name, display name and a password. A `jwtSubject`, when given, must equal the `externalId` an administrator set on the invited user (else 400): only an administrator links an external identity. A token works once; an expired or used one is 400.',
     access: { public: true },
     response: UserDto,
     errors: { 409: "A user named 'ada' already exists (names are compared ignoring case)" },

@@ -1,5 +1,6 @@
 import { createParamDecorator, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import { originOf } from '../common/http/client-address.js';
 import { routeOptionsOf } from '../common/http/route.decorator.js';
 import { AuthService } from './auth.service.js';
 
@@ -19,7 +20,7 @@ export class AuthGuard implements CanActivate {
     const options = routeOptionsOf(context);
     if (options && 'public' in options.access) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const { caller, claims } = await this.auth.authenticate(request.headers.authorization);
+    const { caller, claims } = await this.auth.authenticate(request.headers.authorization, originOf(request));
     request.caller = caller;
     request.claims = claims;
     return true;

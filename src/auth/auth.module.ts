@@ -13,7 +13,7 @@ import { BootstrapAdministrator } from './bootstrap-administrator.js';
 import { CallerCache } from './caller-cache.js';
 import { GroupGroupMember, GroupUserMember } from './entities/group-member.entity.js';
 import { Group } from './entities/group.entity.js';
-import { LoginFailure } from './entities/login-failure.entity.js';
+import { LoginAddressFailure, LoginFailure } from './entities/login-failure.entity.js';
 import { UserInvitation } from './entities/user-invitation.entity.js';
 import { User } from './entities/user.entity.js';
 import { GroupsController } from './groups.controller.js';
@@ -23,6 +23,7 @@ import { LoginThrottle } from './login-throttle.js';
 import { PasswordHasher } from './password-hasher.js';
 import { PasswordPolicy } from './password-policy.js';
 import { PrincipalsController } from './principals.controller.js';
+import { RoleGuard } from './role-guard.js';
 import { UsersController } from './users.controller.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
@@ -38,7 +39,7 @@ function jwtKey(config: HubConfig): KeyObject {
 
 @Module({
   imports: [
-    DatabaseModule.forFeature([User, Group, GroupUserMember, GroupGroupMember, UserInvitation, LoginFailure]),
+    DatabaseModule.forFeature([User, Group, GroupUserMember, GroupGroupMember, UserInvitation, LoginFailure, LoginAddressFailure]),
     JwtModule.registerAsync({
       inject: [HubConfig],
       useFactory: (config: HubConfig) => ({
@@ -60,8 +61,9 @@ function jwtKey(config: HubConfig): KeyObject {
     LoginThrottle,
     CallerCache,
     BootstrapAdministrator,
+    RoleGuard,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [AuthService, UsersService, GroupsService],
+  exports: [AuthService, UsersService, GroupsService, RoleGuard],
 })
 export class AuthModule {}

@@ -1,11 +1,13 @@
+import type { BlockList } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { InvalidInputError, NotFoundError, UnauthorizedError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
+import { clientAddress, trustedProxies, type RequestOrigin } from '../common/http/client-address.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
-import { CallerCache } from './caller-cache.js';
+import { CallerCache, type AuthenticatedUser } from './caller-cache.js';
 import type { AccountRequestDto, ClaimsDto, PasswordChangeDto } from './dto/account.dto.js';
 import type { LoginRequestDto, LoginResponseDto } from './dto/login.dto.js';
 import { toUserResponse, type UserDto } from './dto/user.dto.js';
@@ -25,6 +27,8 @@ interface TokenClaims {
   readonly userName: string;
   /** Ids of the user's groups, direct or not, when the token was issued. */
   readonly groups: readonly string[];
+  /** The user's token version when the token was issued: a later password change, reset or deactivation revokes the token. */
+  readonly tokenVersion: number;
 }
 
 /** Who makes a request, and the claims they proved it with. */
@@ -41,6 +45,8 @@ function canLogIn(user: User): boolean {
 
 @Injectable()
 export class AuthService {
+  private readonly proxies: BlockList;
+
   constructor(
     private readonly users: UsersRepository,
     private readonly groups: GroupsRepository,
@@ -51,23 +57,30 @@ export class AuthService {
     private readonly jwt: JwtService,
     private readonly config: HubConfig,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.proxies = trustedProxies(config.trustedProxies);
+  }
 
-  async login(request: LoginRequestDto): Promise<LoginResponseDto> {
-    const user = await this.verifyCredentials(request.username, request.password);
-    const claims: TokenClaims = { sub: user.id, userName: user.userName, groups: await this.groups.effectiveGroupIds(user.id) };
+  async login(request: LoginRequestDto, origin: RequestOrigin): Promise<LoginResponseDto> {
+    const user = await this.verifyCredentials(request.username, request.password, origin);
+    const claims: TokenClaims = {
+      sub: user.id,
+      userName: user.userName,
+      groups: await this.groups.effectiveGroupIds(user.id),
+      tokenVersion: user.tokenVersion,
+    };
     return { token: await this.jwt.signAsync(claims), expiresIn: this.config.tokenTtlSeconds };
   }
 
-  /** Identifies the caller from an `Authorization` header: a bearer JWT, or Basic checked like a login. */
-  async authenticate(authorization: string | undefined): Promise<Authentication> {
+  /** Identifies the caller from an `Authorization` header: a bearer JWT, or Basic checked like a login (throttled by `origin`'s client address too). */
+  async authenticate(authorization: string | undefined, origin: RequestOrigin): Promise<Authentication> {
     if (!authorization) throw new UnauthorizedError('A bearer token or HTTP Basic credentials are required');
     const [, scheme = '', credentials = ''] = AUTHORIZATION.exec(authorization) ?? [];
     switch (scheme.toLowerCase()) {
       case 'bearer':
         return this.authenticateBearer(credentials);
       case 'basic':
-        return this.authenticateBasic(credentials);
+        return this.authenticateBasic(credentials, origin);
       default:
         throw new UnauthorizedError('The Authorization header must be "Bearer <token>" or "Basic <credentials>"');
     }
@@ -81,9 +94,12 @@ export class AuthService {
     return { claims };
   }
 
-  /** Changes the caller's password; a wrong current password counts as a failed login. */
-  async changePassword(caller: Caller, change: PasswordChangeDto): Promise<MessageDto> {
-    const user = await this.throttle.throttled(caller.userName, async () => {
+  /**
+   * Changes the caller's password; a wrong current password counts as a failed login. Every token
+   * issued before, the one that made the change included, stops working.
+   */
+  async changePassword(caller: Caller, change: PasswordChangeDto, origin: RequestOrigin): Promise<MessageDto> {
+    const user = await this.throttle.throttled(caller.userName, this.addressOf(origin), async () => {
       const current = await this.users.findById(caller.userId);
       if (!current) throw new NotFoundError('Your user record no longer exists');
       return (await this.hasher.verify(current.passwordHash, change.currentPassword)) ? current : null;
@@ -91,14 +107,16 @@ export class AuthService {
     if (!user) throw InvalidInputError.at('/currentPassword', 'currentPassword is not your current password');
     this.policy.check(change.newPassword, user.userName, '/newPassword');
     const passwordHash = await this.hasher.hash(change.newPassword);
-    await this.users.update(user.id, () => ({ passwordHash }));
-    return message('Password changed');
+    await this.users.update(user.id, (current) => ({ passwordHash, tokenVersion: current.tokenVersion + 1 }));
+    this.callers.forget(user.id);
+    return message('Password changed; log in again: every token issued before is revoked');
   }
 
   /**
    * Completes an invited account (`POST /auth/accounts`): the token must belong to a pending,
    * unexpired invitation, and works once. The invitee chooses their user name, display name and
-   * password, and may link an external identity (`jwtSubject`, kept as `externalId`).
+   * password. Only an administrator links an external identity (`externalId`): a `jwtSubject`
+   * must be the one the administrator set on the invited user.
    */
   async acceptInvitation(request: AccountRequestDto): Promise<UserDto> {
     this.policy.check(request.password, request.userName, '/password');
@@ -107,10 +125,11 @@ export class AuthService {
       if (!invited.invitationPending) throw invalidToken();
       if (invited.invitationExpiry && invited.invitationExpiry.getTime() <= this.clock.now().getTime())
         throw InvalidInputError.at('/token', 'This invitation has expired; ask for a new one');
+      if (request.jwtSubject !== undefined && request.jwtSubject !== invited.externalId)
+        throw InvalidInputError.at('/jwtSubject', 'jwtSubject must be the externalId an administrator set on your invitation; only an administrator sets it');
       return {
         userName: request.userName,
         displayName: request.displayName,
-        externalId: request.jwtSubject ?? invited.externalId,
         passwordHash,
         invitationPending: false,
         invitationExpiry: null,
@@ -128,30 +147,38 @@ export class AuthService {
     } catch {
       throw new UnauthorizedError('The bearer token is invalid or has expired; log in again');
     }
-    const caller = await this.callers.get(claims.sub, (id) => this.loadCaller(id));
-    if (!caller) throw new UnauthorizedError("The bearer token's user no longer exists or is inactive");
-    return { caller, claims };
+    // A token without an expiry would be good forever: the hub issues none, so none is accepted.
+    if (typeof claims.exp !== 'number') throw new UnauthorizedError('The bearer token has no expiry (exp); log in again');
+    const authenticated = await this.callers.get(claims.sub, (id) => this.loadCaller(id));
+    if (!authenticated) throw new UnauthorizedError("The bearer token's user no longer exists or is inactive");
+    if (claims.tokenVersion !== authenticated.tokenVersion)
+      throw new UnauthorizedError('The bearer token was revoked (a password change, reset or deactivation); log in again');
+    return { caller: authenticated.caller, claims };
   }
 
-  private async authenticateBasic(encoded: string): Promise<Authentication> {
+  private async authenticateBasic(encoded: string, origin: RequestOrigin): Promise<Authentication> {
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new UnauthorizedError('Basic credentials must be base64 of "<user name>:<password>"');
     if (decoded.includes('\0')) throw new UnauthorizedError('Invalid user name or password');
-    const user = await this.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1));
+    const user = await this.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1), origin);
     const caller: Caller = { userId: user.id, userName: user.userName, groups: await this.groups.effectiveGroupIds(user.id) };
     return { caller, claims: { sub: caller.userId, userName: caller.userName, groups: caller.groups, iss: TOKEN_ISSUER } };
   }
 
-  private async loadCaller(id: string): Promise<Caller | null> {
+  private async loadCaller(id: string): Promise<AuthenticatedUser | null> {
     const user = await this.users.findById(id);
     if (!user || !canLogIn(user)) return null;
-    return { userId: user.id, userName: user.userName, groups: await this.groups.effectiveGroupIds(user.id) };
+    return { caller: { userId: user.id, userName: user.userName, groups: await this.groups.effectiveGroupIds(user.id) }, tokenVersion: user.tokenVersion };
   }
 
-  /** Checks a user name and password, throttled per name; unknown names and wrong passwords look alike. */
-  private async verifyCredentials(userName: string, password: string): Promise<User> {
-    const user = await this.throttle.throttled(userName, async () => {
+  private addressOf(origin: RequestOrigin): string {
+    return clientAddress(origin, this.proxies);
+  }
+
+  /** Checks a user name and password, throttled per name and per client address; unknown names and wrong passwords look alike. */
+  private async verifyCredentials(userName: string, password: string, origin: RequestOrigin): Promise<User> {
+    const user = await this.throttle.throttled(userName, this.addressOf(origin), async () => {
       const found = await this.users.findByUserName(userName);
       const valid = await this.hasher.verify(found?.passwordHash ?? null, password);
       return found && valid && canLogIn(found) ? found : null;

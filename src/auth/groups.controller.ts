@@ -1,5 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -24,8 +25,12 @@ export class GroupsController {
   constructor(private readonly groups: GroupsService) {}
 
   @Route({ method: 'GET', summary: 'Query groups', access: { object: '/Groups', action: 'Read' }, list: GROUP_LIST_QUERY, response: GroupListDto })
-  queryGroups(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<GroupDto>> {
-    return this.groups.query(caller, query);
+  queryGroups(
+    @CurrentCaller() caller: Caller,
+    @ListParams() query: ListQuery,
+    @ListDenials() denials: ItemDenials | undefined,
+  ): Promise<ListEnvelope<GroupDto>> {
+    return this.groups.query(caller, query, denials);
   }
 
   @Route({
@@ -126,7 +131,7 @@ export class GroupsController {
     method: 'PATCH',
     path: ':groupId/members',
     summary: "Change a group's members",
-    description: `Items \`{op: add|remove, id}\` or \`{op, name, principalType}\`, applied in order as one transaction (at most ${MAX_MEMBER_CHANGES}). An unknown principal, or an addition that would make a group contain itself, is 400 and changes nothing.`,
+    description: `Items \`{op: add|remove, id}\` or \`{op, name, principalType}\`, applied in order as one transaction (at most ${MAX_MEMBER_CHANGES}). An unknown principal, or an addition that would make a group contain itself, is 400 and changes nothing. A member gets the roles bound to the group and to every group containing it, so any change needs Use on each of those roles (403 naming the first missing), as binding them does.`,
     access: { object: '/Groups/{groupId}', action: 'Update' },
     response: MessageDto,
     body: [GroupMemberChangeDto],

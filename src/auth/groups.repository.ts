@@ -3,7 +3,8 @@ import { DataSource, type EntityManager, type QueryResult, type Repository } fro
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, fetchListRows, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
+import { fetchListPage, whereNotHidden, fetchListRows, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { GroupMemberDto, PrincipalType } from './dto/group.dto.js';
 import { Group } from './entities/group.entity.js';
@@ -67,6 +68,15 @@ const EFFECTIVE_GROUPS_SQL = `
   )
   SELECT id FROM reached`;
 
+/** A group and every group that contains it, directly or through others: whose roles its members get. */
+const GROUP_AND_CONTAINING_SQL = `
+  WITH RECURSIVE reached(id) AS (
+    SELECT CAST($1 AS uuid)
+    UNION
+    SELECT membership.group_id FROM group_group_members membership JOIN reached ON membership.member_group_id = reached.id
+  )
+  SELECT id FROM reached`;
+
 /** A group's members: member groups at every depth, and the users in the group or any of them; direct wins. */
 const GROUP_MEMBERS_SQL = `
   WITH RECURSIVE below(id, direct) AS (
@@ -119,8 +129,8 @@ export class GroupsRepository {
     this.groups = dataSource.getRepository(Group);
   }
 
-  list(query: ListQuery): Promise<ListPage<Group>> {
-    return fetchListPage(this.groups.createQueryBuilder('groups'), query);
+  list(query: ListQuery, denials: ItemDenials | undefined): Promise<ListPage<Group>> {
+    return fetchListPage(whereNotHidden(this.groups.createQueryBuilder('groups'), 'groups.id', denials), query);
   }
 
   listPrincipals(query: ListQuery): Promise<ListPage<PrincipalRow>> {
@@ -156,6 +166,12 @@ export class GroupsRepository {
   /** Ids of every group the user is in, directly or not. */
   async effectiveGroupIds(userId: string): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(EFFECTIVE_GROUPS_SQL, [userId]);
+    return rows.map((row) => row.id);
+  }
+
+  /** The group and the groups it is in, directly or not: a member of the group gets the roles bound to any of them. */
+  async groupAndContainingIds(groupId: string): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(GROUP_AND_CONTAINING_SQL, [groupId]);
     return rows.map((row) => row.id);
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -13,6 +14,7 @@ import { GroupInputDto, toGroupResponse, type GroupDto, type GroupMemberChangeDt
 import type { PrincipalDto } from './dto/principal.dto.js';
 import type { Group } from './entities/group.entity.js';
 import { GroupsRepository, MemberChangeError, type GroupChanges, type MemberChange, type PrincipalRef } from './groups.repository.js';
+import { RoleGuard } from './role-guard.js';
 
 function versioned(group: Group): Versioned<GroupDto> {
   return new Versioned(toGroupResponse(group), group.version);
@@ -33,10 +35,12 @@ export class GroupsService {
   constructor(
     private readonly groups: GroupsRepository,
     private readonly callers: CallerCache,
+    private readonly roleGuard: RoleGuard,
   ) {}
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<GroupDto>> {
-    return toListEnvelope(await this.groups.list(query), query, toGroupResponse);
+  /** The groups, but those a Deny hides from the caller's single reads. */
+  async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<GroupDto>> {
+    return toListEnvelope(await this.groups.list(query, denials), query, toGroupResponse);
   }
 
   async create(_caller: Caller, input: GroupInputDto): Promise<Versioned<GroupDto>> {
@@ -77,9 +81,12 @@ export class GroupsService {
    * Adds and removes members, in order, all or nothing: an unknown principal or an addition that
    * would make a group contain itself (directly or through others) is a 400 and changes nothing.
    * Adding a member twice or removing a non-member changes nothing and is counted as unchanged.
+   * A member gets the roles bound to the group and to every group containing it, and a removal
+   * can lift a Deny: either needs Use on each of those roles, as binding them does.
    */
-  async changeMembers(_caller: Caller, id: string, items: readonly GroupMemberChangeDto[]): Promise<MessageDto> {
+  async changeMembers(caller: Caller, id: string, items: readonly GroupMemberChangeDto[]): Promise<MessageDto> {
     const changes = await this.resolveMembers(items);
+    await this.roleGuard.requireUseOfRolesBoundTo(caller, await this.groups.groupAndContainingIds(id), `changing the members of group ${id}`);
     let result;
     try {
       result = await this.groups.changeMembers(id, changes);

@@ -1,6 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { AsSelf } from '../common/http/access-scope.js';
+import { AsSelf, ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -16,6 +16,9 @@ import { USER_GROUP_LIST_QUERY, USER_LIST_QUERY } from './list-queries.js';
 import { UsersService } from './users.service.js';
 
 const DUPLICATE = "A user named 'ada' already exists (names are compared ignoring case)";
+/** What a change of who a user is needs beyond Update (api-map §6). */
+const GUARDED =
+  "Another user's `password`, `active`, `externalId` or `unixUserName` changes only with Use on every role bound to that user (directly or through any group), as binding those roles needs; `externalId` only by an administrator; the bootstrap administrator's password only by themself. A new password or `active: false` revokes every token issued to the user before. `unixUserName` is unique (409).";
 const userId = new ResourceId('User');
 
 @ApiTags('Users')
@@ -24,8 +27,8 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Route({ method: 'GET', summary: 'Query users', access: { object: '/Users', action: 'Read' }, list: USER_LIST_QUERY, response: UserListDto })
-  queryUsers(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<UserDto>> {
-    return this.users.query(caller, query);
+  queryUsers(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListDenials() denials: ItemDenials | undefined): Promise<ListEnvelope<UserDto>> {
+    return this.users.query(caller, query, denials);
   }
 
   @Route({
@@ -64,7 +67,7 @@ export class UsersController {
     method: 'PUT',
     path: ':userId',
     summary: 'Replace a user',
-    description: 'Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given).',
+    description: `Absent fields are cleared, except the password (kept unless given) and a pending invitation’s expiry (kept unless given). ${GUARDED}`,
     access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     etag: true,
@@ -84,6 +87,7 @@ export class UsersController {
     method: 'PATCH',
     path: ':userId',
     summary: 'Patch a user',
+    description: GUARDED,
     access: { object: '/Users/{userId}', action: 'Update', self: 'userId' },
     response: UserDto,
     patch: true,
@@ -112,6 +116,20 @@ export class UsersController {
   })
   deleteUser(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string, @IfMatch() ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
     return this.users.delete(caller, id, ifMatch);
+  }
+
+  @Route({
+    method: 'POST',
+    path: ':userId/unlock',
+    summary: "Lift a user's login lock",
+    description:
+      'Clears the failed logins counted against the user’s name and the lock they put on it (beyond the interface). Like resetting the user’s password, it needs Use on every role bound to the user, directly or through groups: unlocking an administrator takes an administrator.',
+    access: { object: '/Users/{userId}', action: 'Update' },
+    response: MessageDto,
+    errors: { 403: "Not allowed: unlocking user 'admin' hands out role 'HubAdministrator'" },
+  })
+  unlockUser(@CurrentCaller() caller: Caller, @Param('userId', userId) id: string): Promise<MessageDto> {
+    return this.users.unlock(caller, id);
   }
 
   @Route({

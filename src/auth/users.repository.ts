@@ -3,7 +3,8 @@ import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, fetchListRows, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
+import { fetchListPage, fetchListRows, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { UserMembershipDto } from './dto/group.dto.js';
 import { User } from './entities/user.entity.js';
@@ -25,6 +26,7 @@ export type UserChanges = Partial<
     | 'invitationPending'
     | 'invitationExpiry'
     | 'passwordHash'
+    | 'tokenVersion'
   >
 >;
 
@@ -32,6 +34,8 @@ function userConflictOf(error: unknown, changes: UserChanges | undefined): unkno
   if (isUniqueViolation(error, 'users_user_name_lower_key'))
     return new ConflictError(`A user named '${changes?.userName}' already exists (names are compared ignoring case)`);
   if (isUniqueViolation(error, 'users_external_id_key')) return new ConflictError(`Another user already has the externalId '${changes?.externalId}'`);
+  if (isUniqueViolation(error, 'users_unix_user_name_key'))
+    return new ConflictError(`Another user already has the unixUserName '${changes?.unixUserName}': jobs run as that account, so it is one user's`);
   return error;
 }
 
@@ -54,8 +58,8 @@ export class UsersRepository {
     this.users = dataSource.getRepository(User);
   }
 
-  list(query: ListQuery): Promise<ListPage<User>> {
-    return fetchListPage(this.users.createQueryBuilder('users'), query);
+  list(query: ListQuery, denials: ItemDenials | undefined): Promise<ListPage<User>> {
+    return fetchListPage(whereNotHidden(this.users.createQueryBuilder('users'), 'users.id', denials), query);
   }
 
   /** `id` is a UUID (a path parameter checked by ResourceId, or a token's subject). */

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
-import { ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -15,8 +16,11 @@ import type { UserMembershipDto } from './dto/group.dto.js';
 import { toUnixDetails, toUserResponse, UserInputDto, type CreatedUserDto, type UnixDetailsDto, type UserDto } from './dto/user.dto.js';
 import type { User } from './entities/user.entity.js';
 import { invitationTokenHash, newInvitationToken } from './invitation-token.js';
+import { GroupsRepository } from './groups.repository.js';
+import { LoginThrottle } from './login-throttle.js';
 import { PasswordHasher } from './password-hasher.js';
 import { PasswordPolicy } from './password-policy.js';
+import { RoleGuard } from './role-guard.js';
 import { UsersRepository, type UserChanges } from './users.repository.js';
 
 function versioned(user: User): Versioned<UserDto> {
@@ -49,6 +53,29 @@ function refuseChangesBeyondSelfService(current: User, input: UserInputDto, chan
   }
 }
 
+/** The columns a body sets, but the password. */
+function columnsFrom(input: UserInputDto): UserChanges {
+  return {
+    userName: input.userName,
+    displayName: input.displayName ?? null,
+    email: input.email ?? null,
+    active: input.active ?? true,
+    externalId: input.externalId ?? null,
+    unixHomeDirectory: input.unixHomeDirectory ?? null,
+    unixUserName: input.unixUserName ?? null,
+    userPrincipalName: input.userPrincipalName ?? null,
+  };
+}
+
+/** Which of the fields that make a user who they are (the key to every role they hold) a body changes. */
+function identityChanges(current: User, input: UserInputDto): string[] {
+  const columns = columnsFrom(input);
+  return [
+    ...(input.password !== undefined ? ['password'] : []),
+    ...(['active', 'externalId', 'unixUserName'] as const).filter((field) => columns[field] !== current[field]),
+  ];
+}
+
 /** How far ahead an invitation may be set to expire. */
 const MAX_INVITATION_DAYS = 365;
 
@@ -56,22 +83,26 @@ const MAX_INVITATION_DAYS = 365;
 export class UsersService {
   constructor(
     private readonly users: UsersRepository,
+    private readonly groupsRepository: GroupsRepository,
     private readonly hasher: PasswordHasher,
     private readonly policy: PasswordPolicy,
     private readonly callers: CallerCache,
+    private readonly roleGuard: RoleGuard,
+    private readonly throttle: LoginThrottle,
     private readonly config: HubConfig,
     private readonly clock: Clock,
   ) {}
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<UserDto>> {
-    return toListEnvelope(await this.users.list(query), query, toUserResponse);
+  /** The users, but those a Deny hides from the caller's single reads. */
+  async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<UserDto>> {
+    return toListEnvelope(await this.users.list(query, denials), query, toUserResponse);
   }
 
   /**
    * Creates a user with a password, or, with `invitationPending`, without one: the reply then
    * carries the invitation's token, this once (only its hash is kept).
    */
-  async create(_caller: Caller, input: UserInputDto): Promise<Versioned<CreatedUserDto>> {
+  async create(caller: Caller, input: UserInputDto): Promise<Versioned<CreatedUserDto>> {
     const pending = input.invitationPending ?? false;
     const errors: FieldError[] = [];
     if (input.system) errors.push({ path: '/system', message: 'system is set by the hub; only built-in users are system users' });
@@ -82,6 +113,7 @@ export class UsersService {
     const expiryProblem = pending && input.invitationExpiry ? this.invitationExpiryProblem(new Date(input.invitationExpiry)) : undefined;
     if (expiryProblem) errors.push({ path: '/invitationExpiry', message: expiryProblem });
     if (errors.length > 0) throw invalidBody(errors);
+    if (input.externalId) await this.roleGuard.requireAdministrator(caller, `set the externalId of a user (it links an external identity to the account)`);
     const changes = await this.changesFrom(input);
     if (!pending) return versioned(await this.users.insert(changes));
     const token = newInvitationToken();
@@ -99,12 +131,12 @@ export class UsersService {
   }
 
   /** `asSelf`: the caller may change only their own displayName and email (api-map §6). */
-  async replace(_caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, asSelf, () => input);
+  async replace(caller: Caller, id: string, input: UserInputDto, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(caller, id, ifMatch, asSelf, () => input);
   }
 
-  async patch(_caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
-    return this.update(id, ifMatch, asSelf, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
+  async patch(caller: Caller, id: string, patch: JsonPatch, ifMatch: EntityTagCondition | undefined, asSelf = false): Promise<Versioned<UserDto>> {
+    return this.update(caller, id, ifMatch, asSelf, (current) => validateInput(UserInputDto, applyJsonPatch(toUserResponse(current), patch)));
   }
 
   async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
@@ -115,6 +147,19 @@ export class UsersService {
     if (!deleted) throw notFound(id);
     this.callers.forget(id);
     return message(`User '${deleted.userName}' deleted`);
+  }
+
+  /**
+   * Lifts the lock five bad logins put on a user's name and clears its failures. Letting the user
+   * log in again is acting for them, so it is guarded like a reset of their password: Use on every
+   * role bound to them (for the bootstrap administrator, an administrator's).
+   */
+  async unlock(caller: Caller, id: string): Promise<MessageDto> {
+    const user = await this.users.findById(id);
+    if (!user) throw notFound(id);
+    if (user.id !== caller.userId) await this.roleGuard.requireUseOfRolesBoundTo(caller, await this.principalsOf(user.id), `unlocking user '${user.userName}'`);
+    await this.throttle.unlock(user.userName);
+    return message(`User '${user.userName}' unlocked: its failed logins are cleared`);
   }
 
   /** Ids of the system users (the bootstrap administrator), for other areas. */
@@ -140,11 +185,23 @@ export class UsersService {
 
   /** A replace or a patch: `decide` gives the new state once the current one is locked. */
   private async update(
+    caller: Caller,
     id: string,
     ifMatch: EntityTagCondition | undefined,
     asSelf: boolean,
     decide: (current: User) => UserInputDto | Promise<UserInputDto>,
   ): Promise<Versioned<UserDto>> {
+    // The escalation guard reads bindings and groups: it decides on the user as read before the
+    // row is locked (a locked row holds a pooled connection meanwhile), and a change under the
+    // lock that touches more than it checked is a conflict. A caller acting as themself may change
+    // none of these fields.
+    let checked: string[] = [];
+    if (!asSelf) {
+      const before = await this.users.findById(id);
+      if (!before) throw notFound(id);
+      checked = identityChanges(before, await decide(before));
+      await this.refuseEscalation(caller, before, checked);
+    }
     const updated = await this.users.update(id, async (current) => {
       requireIfMatch(ifMatch, current.version);
       const input = await decide(current);
@@ -152,11 +209,39 @@ export class UsersService {
       this.refuseChangesToHubFields(current, input);
       const changes = { ...(await this.changesFrom(input)), invitationExpiry: this.invitationExpiry(current, input) };
       if (asSelf) refuseChangesBeyondSelfService(current, input, changes);
-      return changes;
+      if (identityChanges(current, input).some((field) => !checked.includes(field)))
+        throw new ConflictError(`User '${current.userName}' changed while this change was checked; send it again`);
+      // A new password or a deactivation revokes every token issued before (a reactivation must not revive them).
+      const revokes = changes.passwordHash !== undefined || (current.active && !changes.active);
+      return revokes ? { ...changes, tokenVersion: current.tokenVersion + 1 } : changes;
     });
     if (!updated) throw notFound(id);
     this.callers.forget(id);
     return versioned(updated);
+  }
+
+  /** The user and every group it is in, directly or not: the principals whose roles the user holds. */
+  private async principalsOf(userId: string): Promise<string[]> {
+    return [userId, ...(await this.groupsRepository.effectiveGroupIds(userId))];
+  }
+
+  /**
+   * Who a user is — their password, `active`, `externalId`, `unixUserName` — is the key to every
+   * role they hold: changing it for another user needs Use on each of those roles, as binding them
+   * does; `externalId` links an external identity and is an administrator's to set; and the
+   * bootstrap administrator's password is theirs alone.
+   */
+  private async refuseEscalation(caller: Caller, current: User, changed: readonly string[]): Promise<void> {
+    if (changed.length === 0) return;
+    if (changed.includes('externalId')) await this.roleGuard.requireAdministrator(caller, `set the externalId of user '${current.userName}'`);
+    if (current.id === caller.userId) return;
+    if (current.system && changed.includes('password'))
+      throw new ForbiddenError(`The password of '${current.userName}', the bootstrap administrator, is changed only by themself`);
+    await this.roleGuard.requireUseOfRolesBoundTo(
+      caller,
+      await this.principalsOf(current.id),
+      `changing the ${changed.join(', ')} of user '${current.userName}'`,
+    );
   }
 
   /**
@@ -193,16 +278,6 @@ export class UsersService {
   /** The columns a body sets; a password is checked against the policy and hashed (absent keeps the current one). */
   private async changesFrom(input: UserInputDto): Promise<UserChanges> {
     if (input.password !== undefined) this.policy.check(input.password, input.userName, '/password');
-    return {
-      userName: input.userName,
-      displayName: input.displayName ?? null,
-      email: input.email ?? null,
-      active: input.active ?? true,
-      externalId: input.externalId ?? null,
-      unixHomeDirectory: input.unixHomeDirectory ?? null,
-      unixUserName: input.unixUserName ?? null,
-      userPrincipalName: input.userPrincipalName ?? null,
-      ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }),
-    };
+    return { ...columnsFrom(input), ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }) };
   }
 }

@@ -30,7 +30,7 @@ export class AuthDomainsRepository {
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<AuthDomainRow>> {
     const domains = this.dataSource.createQueryBuilder().from<AuthDomainRow>(`(${DOMAINS_SQL})`, 'domain');
-    return fetchListPage(whereInScope(domains, 'domain."namespaceId"', scope), query);
+    return fetchListPage(whereInScope(domains, { namespace: 'domain."namespaceId"', item: 'domain.id' }, scope), query);
   }
 
   async findById(id: string): Promise<AuthDomainRow | null> {

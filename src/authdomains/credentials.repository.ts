@@ -70,7 +70,7 @@ export class CredentialsRepository {
   }
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<CredentialRow>> {
-    return fetchListPage(whereInScope(this.listed(), 'credential."namespaceId"', scope), query);
+    return fetchListPage(whereInScope(this.listed(), { namespace: 'credential."namespaceId"', item: 'credential.id' }, scope), query);
   }
 
   /** A user's own credentials, in every domain. */

@@ -1,6 +1,6 @@
 import { Body, Controller, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { ListScope, type NamespaceScope } from '../common/http/access-scope.js';
+import { ListDenials, ListScope, type ItemDenials, type NamespaceScope } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { MessageDto } from '../common/http/message.dto.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
@@ -51,8 +51,12 @@ export class ClusterController {
     list: NODE_LIST_QUERY,
     response: NodeListDto,
   })
-  queryNodes(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<TotalEnvelope<NodeListItemDto>> {
-    return this.cluster.queryNodes(caller, query);
+  queryNodes(
+    @CurrentCaller() caller: Caller,
+    @ListParams() query: ListQuery,
+    @ListDenials() denials: ItemDenials | undefined,
+  ): Promise<TotalEnvelope<NodeListItemDto>> {
+    return this.cluster.queryNodes(caller, query, denials);
   }
 
   @Route({

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { NamespaceScope } from '../common/http/access-scope.js';
-import { fetchListPage, whereInScopeOrOwned, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
+import { fetchListPage, whereInScopeOrOwned, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
@@ -133,8 +133,9 @@ export class ClusterRepository {
     });
   }
 
-  listNodes(query: ListQuery): Promise<ListPage<ClusterNode>> {
-    return fetchListPage(this.dataSource.getRepository(ClusterNode).createQueryBuilder('node'), query);
+  /** The nodes, but those a Deny hides from the caller's single reads. */
+  listNodes(query: ListQuery, denials: ItemDenials | undefined): Promise<ListPage<ClusterNode>> {
+    return fetchListPage(whereNotHidden(this.dataSource.getRepository(ClusterNode).createQueryBuilder('node'), 'node.id', denials), query);
   }
 
   findNode(id: string): Promise<ClusterNode | null> {
@@ -191,7 +192,7 @@ export class ClusterRepository {
 
   listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
     const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
-    return fetchListPage(whereInScopeOrOwned(jobs, 'job.namespace_id', scope, 'job.owner_id', callerId), query);
+    return fetchListPage(whereInScopeOrOwned(jobs, { namespace: 'job.namespace_id', item: 'job.id' }, scope, 'job.owner_id', callerId), query);
   }
 
   /** Per job, how many of its executions are in each state. */
@@ -248,7 +249,10 @@ export class ClusterRepository {
 
   listExecutions(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ExecutionRow>> {
     const executions = this.dataSource.createQueryBuilder().from<ExecutionRow>(`(${EXECUTIONS_SQL})`, 'execution');
-    return fetchListPage(whereInScopeOrOwned(executions, 'execution."namespaceId"', scope, 'execution."ownerId"', callerId), query);
+    return fetchListPage(
+      whereInScopeOrOwned(executions, { namespace: 'execution."namespaceId"', item: 'execution."jobId"' }, scope, 'execution."ownerId"', callerId),
+      query,
+    );
   }
 
   findExecution(id: string): Promise<JobExecution | null> {

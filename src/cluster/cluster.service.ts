@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
-import type { NamespaceScope } from '../common/http/access-scope.js';
+import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
@@ -80,8 +80,8 @@ export class ClusterService {
 
   // Nodes
 
-  async queryNodes(_caller: Caller, query: ListQuery): Promise<TotalEnvelope<NodeListItemDto>> {
-    const page = await this.cluster.listNodes(query);
+  async queryNodes(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<TotalEnvelope<NodeListItemDto>> {
+    const page = await this.cluster.listNodes(query, denials);
     return { total: page.totalCount, data: page.items.map(toNodeListItem) };
   }
 

@@ -1,5 +1,6 @@
 import { Body, Controller, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -34,8 +35,12 @@ export class ExecutionProfilesController {
     list: EXECUTION_PROFILE_LIST_QUERY,
     response: ExecutionProfileListDto,
   })
-  queryExecutionProfiles(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<ExecutionProfileListItemDto>> {
-    return this.profiles.query(caller, query);
+  queryExecutionProfiles(
+    @CurrentCaller() caller: Caller,
+    @ListParams() query: ListQuery,
+    @ListDenials() denials: ItemDenials | undefined,
+  ): Promise<ListEnvelope<ExecutionProfileListItemDto>> {
+    return this.profiles.query(caller, query, denials);
   }
 
   @Route({

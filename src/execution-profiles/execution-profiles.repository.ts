@@ -3,7 +3,8 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
+import { fetchListPage, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { ExecutionProfile } from './entities/execution-profile.entity.js';
 
@@ -38,8 +39,8 @@ function conflictOf(error: unknown, name: string | undefined): unknown {
 export class ExecutionProfilesRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  list(query: ListQuery, conditions: ProfileListConditions): Promise<ListPage<ExecutionProfile>> {
-    const qb = this.dataSource.getRepository(ExecutionProfile).createQueryBuilder('profile');
+  list(query: ListQuery, conditions: ProfileListConditions, denials: ItemDenials | undefined): Promise<ListPage<ExecutionProfile>> {
+    const qb = whereNotHidden(this.dataSource.getRepository(ExecutionProfile).createQueryBuilder('profile'), 'profile.id', denials);
     const bound = 'SELECT 1 FROM execution_profile_bindings b WHERE b.execution_profile_id = profile.id';
     conditions.permitted.forEach((ids, index) => qb.andWhere(`profile.id = ANY(:permitted${index})`, { [`permitted${index}`]: ids }));
     conditions.boundToAny.forEach((ids, index) =>

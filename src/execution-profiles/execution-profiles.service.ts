@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { usesOf, type UsageCheck } from '../common/database/usage-checks.js';
 import { ConflictError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -77,9 +78,10 @@ export class ExecutionProfilesService {
     this.usageChecks.push(check);
   }
 
-  async query(caller: Caller, query: ListQuery): Promise<ListEnvelope<ExecutionProfileListItemDto>> {
+  /** The profiles the filters keep, but those a Deny hides from the caller's single reads. */
+  async query(caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<ExecutionProfileListItemDto>> {
     const conditions = await this.conditionsOf(caller, query.filters);
-    return toListEnvelope(await this.profiles.list(query, conditions), query, toExecutionProfileListItem);
+    return toListEnvelope(await this.profiles.list(query, conditions, denials), query, toExecutionProfileListItem);
   }
 
   /** Whether a name is free for a new profile; never an error, whatever is asked. */

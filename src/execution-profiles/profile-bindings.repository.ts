@@ -59,7 +59,7 @@ export class ProfileBindingsRepository {
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<ProfileBindingRow>> {
     const bindings = this.dataSource.createQueryBuilder().from<ProfileBindingRow>(`(${BINDINGS_SQL})`, 'binding');
-    return fetchListPage(whereInScope(bindings, 'binding."namespaceId"', scope), query);
+    return fetchListPage(whereInScope(bindings, { namespace: 'binding."namespaceId"', item: 'binding.id' }, scope), query);
   }
 
   async findById(id: string, manager: EntityManager = this.dataSource.manager): Promise<ProfileBindingRow | null> {

@@ -32,7 +32,10 @@ export class NamespacesRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<Namespace>> {
-    return fetchListPage(whereInScope(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), 'namespace.id', scope), query);
+    return fetchListPage(
+      whereInScope(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), { namespace: 'namespace.id', item: 'namespace.id' }, scope),
+      query,
+    );
   }
 
   findById(id: string): Promise<Namespace | null> {

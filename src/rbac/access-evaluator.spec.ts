@@ -303,4 +303,39 @@ describe('PrincipalPermissions', () => {
       expect(scope && 'only' in scope ? [...scope.only].sort() : scope).toEqual([NS_A, NS_C]);
     });
   });
+
+  describe('itemDenials', () => {
+    const ID = '44444444-4444-4444-8444-444444444444';
+    it.each<[string, Grant[], unknown]>([
+      ['none without a Deny', [allow('/ClusterJobs/*', ['Read'])], undefined],
+      ['an exact Deny of one item, in its namespace', [deny(`/ClusterJobs/${ID}`, ['Read'], { namespaceId: NS_A })], [{ namespaceId: NS_A, ids: [ID] }]],
+      ['a Deny of every action', [deny(`/ClusterJobs/${ID}`, ['*'])], [{ namespaceId: null, ids: [ID] }]],
+      ['none for a Deny of another action', [deny(`/ClusterJobs/${ID}`, ['Update'])], undefined],
+      ['none for a Deny of another collection', [deny(`/Pipelines/${ID}`, ['Read'])], undefined],
+      ['none for a Deny of the collection alone (the guard refuses the list)', [deny('/ClusterJobs', ['Read'])], undefined],
+      ['none for a Deny below an item', [deny(`/ClusterJobs/${ID}/logs`, ['Read']), deny(`/ClusterJobs/${ID}/*`, ['Read'])], undefined],
+      ['every item for simple /X/*', [deny('/ClusterJobs/*', ['Read'])], [{ namespaceId: null }]],
+      ['every item for simple /*', [deny('/*', ['Read'])], [{ namespaceId: null }]],
+      [
+        'a pattern for a glob',
+        [deny('/ClusterJobs/4444*', ['Read'], { matcher: 'glob' })],
+        [{ namespaceId: null, pattern: '^(?:\\/ClusterJobs\\/4444[^/]*)$' }],
+      ],
+      [
+        'a pattern for a regex both engines read alike',
+        [deny('/ClusterJobs/4{4}[0-9a-f-]+', ['Read'], { matcher: 'regex' })],
+        [{ namespaceId: null, pattern: '^(?:/ClusterJobs/4{4}[0-9a-f-]+)$' }],
+      ],
+      ['every item for a regex beyond that syntax (fails closed)', [deny('/ClusterJobs/\\pL+', ['Read'], { matcher: 'regex' })], [{ namespaceId: null }]],
+      [
+        'every item for a regex repeating more than PostgreSQL counts (fails closed)',
+        [deny('/ClusterJobs/a{256}', ['Read'], { matcher: 'regex' })],
+        [{ namespaceId: null }],
+      ],
+      ['every item for a regex with a flag group (fails closed)', [deny('/ClusterJobs/(?i)A.*', ['Read'], { matcher: 'regex' })], [{ namespaceId: null }]],
+    ])('%s', (_name, grants, hidden) => {
+      const denials = permissionsOf(grants).itemDenials('/ClusterJobs', 'Read');
+      expect(denials).toEqual(hidden === undefined ? undefined : { prefix: '/ClusterJobs/', hidden });
+    });
+  });
 });

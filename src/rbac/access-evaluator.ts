@@ -1,11 +1,19 @@
 import { Ability, type MatchConditions } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
 import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
-import { ForbiddenError } from '../common/errors/hub-errors.js';
-import type { NamespaceScope } from '../common/http/access-scope.js';
+import { ForbiddenError, InvalidInputError } from '../common/errors/hub-errors.js';
+import type { HiddenItems, ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { PermissionValue } from './entities/role.entity.js';
-import { compileObjectMatcher, subjectTypeOf, type ObjectMatcher } from './object-matcher.js';
+import {
+  ANY_SUBJECT,
+  compileObjectMatcher,
+  globToRegex,
+  literalFirstSegment,
+  MAX_OBJECT_PATH_LENGTH,
+  subjectTypeOf,
+  type ObjectMatcher,
+} from './object-matcher.js';
 import { RoleBindingsRepository } from './role-bindings.repository.js';
 
 export type Effect = 'Allow' | 'Deny';
@@ -92,6 +100,42 @@ function caslActions(actions: readonly string[]): string[] {
 }
 
 /**
+ * A regex that RE2 and PostgreSQL read alike: no `(?` but `(?:`, no escapes but `\d \w \s`
+ * (and their negations) and escaped punctuation, no repetition count above 255.
+ */
+function isPortableRegex(source: string): boolean {
+  const unescaped = source.replace(/\\./g, '');
+  // PostgreSQL counts repetitions up to 255 (RE2 up to 1,000).
+  const counts = [...unescaped.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].flatMap((match) => [Number(match[1]), Number(match[2] || 0)]);
+  return /^(?:[^\\]|\\[dwsDWS!-/:-@[-`{-~])*$/.test(source) && !/\((?!\?:)\?/.test(unescaped) && counts.every((count) => count <= 255);
+}
+
+/**
+ * Which items `<prefix><id>` a Deny permission covers, as a list's SQL can tell: none, some ids,
+ * those matching a pattern, or (`{}`) all. A pattern SQL could read otherwise than RE2 (a regex
+ * beyond the syntax both share, a stored glob that no longer compiles) covers them all: a list
+ * may then hide more than single reads, never show more.
+ */
+function itemsCovered(permission: PermissionValue, prefix: string): Omit<HiddenItems, 'namespaceId'> | 'none' {
+  const { object } = permission;
+  switch (permission.objectMatcher) {
+    case 'simple': {
+      if (object.endsWith('/*')) return prefix.startsWith(object.slice(0, -1)) ? {} : 'none';
+      const id = object.startsWith(prefix) ? object.slice(prefix.length) : '';
+      return id !== '' && !id.includes('/') ? { ids: [id] } : 'none';
+    }
+    case 'glob':
+      try {
+        return { pattern: `^(?:${globToRegex(object)})$` };
+      } catch {
+        return {};
+      }
+    case 'regex':
+      return isPortableRegex(object) ? { pattern: `^(?:${object})$` } : {};
+  }
+}
+
+/**
  * The permissions a caller has through its bindings and its groups' bindings, with a CASL
  * ability per namespace built on first use. Allow rules come first and Deny rules last: CASL
  * lets the last matching rule decide, so any matching Deny wins, then any Allow, else Deny.
@@ -109,6 +153,8 @@ export class PrincipalPermissions {
   }
 
   decide({ object, action, namespaceId }: AccessQuestion): Effect {
+    if (object.length > MAX_OBJECT_PATH_LENGTH)
+      throw InvalidInputError.at('/object', `An object path is at most ${MAX_OBJECT_PATH_LENGTH} characters; this one has ${object.length}`);
     return this.ability(namespaceId).can(action, new AccessTarget(subjectTypeOf(object), object)) ? 'Allow' : 'Deny';
   }
 
@@ -128,6 +174,24 @@ export class PrincipalPermissions {
     if (this.decide({ object, action, namespaceId: null }) === 'Allow') return { all: true, except: namespaces.filter((id) => !allowedIn(id)) };
     const only = namespaces.filter(allowedIn);
     return only.length > 0 ? { all: false, only } : null;
+  }
+
+  /**
+   * What item-level Denies hide from a list of `collection` (its items are `<collection>/<id>`),
+   * so that a list leaves out exactly what single reads refuse for a Deny; undefined when none do.
+   * With `inNamespace`, only the Denies that apply there (a list of items outside namespaces: `*`).
+   */
+  itemDenials(collection: string, action: string, inNamespace?: string | null): ItemDenials | undefined {
+    const prefix = `${collection}/`;
+    const type = subjectTypeOf(collection);
+    const bound = inNamespace === undefined ? this.bound : this.applicable(inNamespace);
+    const hidden = bound.flatMap(({ permission, matcher, namespaceId }): HiddenItems[] => {
+      if (permission.effect !== 'Deny' || !(permission.actions.includes(action) || permission.actions.includes(ANY_ACTION))) return [];
+      if (matcher.subjectType !== type && matcher.subjectType !== ANY_SUBJECT) return [];
+      const covered = itemsCovered(permission, prefix);
+      return covered === 'none' ? [] : [{ namespaceId, ...covered }];
+    });
+    return hidden.length > 0 ? { prefix, hidden } : undefined;
   }
 
   /** A scope in words, for the audit: `*`, `* except a, b`, or `a, b` (namespace names). */
@@ -155,6 +219,20 @@ export class PrincipalPermissions {
       this.abilities.set(namespaceId, ability);
     }
     return ability;
+  }
+}
+
+/**
+ * The matcher of a stored permission. A pattern stored before the hub refused it (an extglob)
+ * no longer compiles: it then fails closed, an Allow matching nothing and a Deny everything of
+ * its subject type, until the role is corrected.
+ */
+function storedMatcher(permission: PermissionValue): ObjectMatcher {
+  try {
+    return compileObjectMatcher(permission.objectMatcher, permission.object);
+  } catch {
+    const deny = permission.effect === 'Deny';
+    return { subjectType: deny ? literalFirstSegment(permission.object) : ANY_SUBJECT, matches: () => deny };
   }
 }
 
@@ -201,7 +279,7 @@ export class AccessEvaluator {
         namespaceName: row.namespace,
         permissionIndex,
         permission,
-        matcher: compileObjectMatcher(permission.objectMatcher, permission.object),
+        matcher: storedMatcher(permission),
       })),
     );
     return new PrincipalPermissions(bound);

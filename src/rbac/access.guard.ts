@@ -74,6 +74,11 @@ export class AccessGuard implements CanActivate {
       return true;
     }
     const params = request.params as Record<string, string>;
+    // Path parameters in an object are ids: anything else names nothing (as ResourceId answers),
+    // and never becomes part of a path matched against every permission.
+    for (const [, name] of access.object.matchAll(PLACEHOLDER)) {
+      if (!isUuid(params[name] ?? '')) throw new NotFoundError(`The ${name} in the path is not an id: not found`);
+    }
     // Ids as the database and ResourceId take them: an upper-case UUID names the same resource.
     const placement = await this.placementOf(access.namespace, request);
     const { namespace, ownerId, where } = placement;
@@ -84,7 +89,9 @@ export class AccessGuard implements CanActivate {
     const asSelf = !allowed && selfOf(access, request, ownerId) === caller.userId;
     this.record(caller, object, access.action, namespace.name, allowed || asSelf ? 'Allow' : 'Deny', 'Request');
     if (allowed || asSelf) {
-      request.access = { asSelf };
+      // A list of items outside namespaces leaves out those a Deny hides from their single reads.
+      const items = options.list && !asSelf && !access.object.includes('{') ? permissions.itemDenials(access.object, access.action, namespace.id) : undefined;
+      request.access = { asSelf, ...(items && { items }) };
       return true;
     }
     if (object !== access.object && !this.mayRead(caller, permissions, object, namespace)) throw new NotFoundError(`${requested} not found`);
@@ -110,7 +117,9 @@ export class AccessGuard implements CanActivate {
     }
     if (!scope) throw notAllowed(access.action, access.object, 'anywhere');
     this.record(caller, access.object, access.action, where, 'Allow', 'Filter');
-    request.access = { asSelf: false, scope };
+    // Items a Deny hides from single reads are hidden from the list too.
+    const items = permissions.itemDenials(access.object, access.action);
+    request.access = { asSelf: false, scope: items ? { ...scope, items } : scope };
   }
 
   private record(caller: Caller, object: string, action: string, namespace: string, decision: Effect, purpose: 'Request' | 'Filter'): void {

@@ -4,8 +4,8 @@ import { type FieldError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { invalidBody } from '../common/validation/validate-input.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
-import { AccessEvaluator, ANY_ACTION, NO_SUCH_NAMESPACE, notAllowed, type BoundPermission, type DecisionNamespace, type Effect } from './access-evaluator.js';
-import { AuditLog } from './audit-log.js';
+import { AccessEvaluator, ANY_ACTION, NO_SUCH_NAMESPACE, type BoundPermission, type DecisionNamespace, type Effect } from './access-evaluator.js';
+import { EscalationGuard } from './escalation-guard.js';
 import type { EvaluateItemDto, ExplainItemDto, ExplainResultDto, ExplanationDto } from './dto/access.dto.js';
 
 function permissionMatches(entry: BoundPermission, object: string, action: string): boolean {
@@ -29,7 +29,7 @@ export class AccessService {
     private readonly evaluator: AccessEvaluator,
     private readonly namespaces: NamespacesService,
     private readonly groups: GroupsService,
-    private readonly audit: AuditLog,
+    private readonly escalation: EscalationGuard,
   ) {}
 
   /**
@@ -37,10 +37,8 @@ export class AccessService {
    * decisions): 403 naming it when the caller lacks it, and `where` instead of the namespace's
    * name when the caller may not be allowed to know it.
    */
-  async require(caller: Caller, object: string, action: string, namespace: DecisionNamespace, where?: string): Promise<void> {
-    const decision = (await this.evaluator.permissionsOf(caller)).decide({ object, action, namespaceId: namespace.id });
-    this.audit.record({ object, namespace: namespace.name, action, userId: caller.userId, groups: caller.groups, decision, purpose: 'Request' });
-    if (decision === 'Deny') throw notAllowed(action, object, where === undefined ? namespace : { where });
+  require(caller: Caller, object: string, action: string, namespace: DecisionNamespace, where?: string): Promise<void> {
+    return this.escalation.require(caller, object, action, namespace, where);
   }
 
   /**

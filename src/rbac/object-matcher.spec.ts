@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ANY_SUBJECT, compileObjectMatcher, subjectTypeOf, type ObjectMatcherKind } from './object-matcher.js';
+import { RE2JS } from 're2js';
+import { ANY_SUBJECT, compileObjectMatcher, globToRegex, subjectTypeOf, type ObjectMatcherKind } from './object-matcher.js';
 
 describe('subjectTypeOf', () => {
   it.each([
@@ -110,6 +111,65 @@ describe('compileObjectMatcher', () => {
       ['/[PU]*/1', ANY_SUBJECT],
     ])('%s is indexed under %s', (object, subjectType) => {
       expect(compileObjectMatcher('glob', object).subjectType).toBe(subjectType);
+    });
+  });
+
+  describe('glob on RE2', () => {
+    it.each([
+      ['/Pipelines/[0-9]', '/Pipelines/7', true],
+      ['/Pipelines/[!0-9]', '/Pipelines/a', true],
+      ['/Pipelines/[!0-9]', '/Pipelines/7', false],
+      ['/Pipelines/[!0-9]', '/Pipelines//', false],
+      ['/Pipelines/[a', '/Pipelines/[a', true],
+      ['/Pipelines/a.b', '/Pipelines/a.b', true],
+      ['/Pipelines/a.b', '/Pipelines/axb', false],
+      ['/Pipelines/\\*', '/Pipelines/*', true],
+      ['/Pipelines/\\*', '/Pipelines/1', false],
+      ['/Pipelines/{1,{2,3}}', '/Pipelines/3', true],
+      ['/Pipelines/(1|2)', '/Pipelines/2', true],
+      ['/Pipelines/**', '/Pipelines', false],
+      ['/Pipelines/**/logs', '/Pipelines/logs', true],
+      ['**/logs', '/Pipelines/1/logs', true],
+      ['/Pipelines/1$', '/Pipelines/1$', true],
+      ['/Pipelines/é*', '/Pipelines/été', true],
+    ])('%s against %s: %s', (object, path, expected) => {
+      expect(compileObjectMatcher('glob', object).matches(path)).toBe(expected);
+    });
+
+    it.each(['/ClusterJobs/+(+(a))b', '/ClusterJobs/*(a)', '/ClusterJobs/?(a)', '/ClusterJobs/@(a|b)', '/ClusterJobs/!(a)'])(
+      'refuses the extglob %s, naming the pattern',
+      (object) => {
+        expect(() => compileObjectMatcher('glob', object)).toThrow(new RegExp(`extglob.*'${object.replace(/[()+*?|]/g, '\\$&')}'`));
+      },
+    );
+
+    it.each(['/Pipelines', '/Pipelines/**', '/**', '/Pipe.lines/**'])('compares %s as a string exactly as RE2 would match it', (object) => {
+      const re2 = RE2JS.compile(`^(?:${globToRegex(object)})$`);
+      for (const path of [
+        '/',
+        '/Pipelines',
+        '/Pipelines/',
+        '/Pipelines/1',
+        '/Pipelines/1/logs',
+        '/PipelinesX',
+        '/Pipe.lines/1',
+        '/Pipexlines/1',
+        '/Users/1',
+        '',
+      ])
+        expect([object, path, compileObjectMatcher('glob', object).matches(path)]).toEqual([object, path, re2.matches(path)]);
+    });
+
+    it.each(['/Pipelines/{1,2', '/Pipelines/(1'])('refuses the unbalanced glob %s', (object) => {
+      expect(() => compileObjectMatcher('glob', object)).toThrow(SyntaxError);
+    });
+
+    it.each([
+      ['/ClusterJobs/*a*a*a*a*a*a*a*a*b', `/ClusterJobs/${'a'.repeat(1000)}`, false],
+      ['/**/a/**/a/**/a/**/b', `/${'a/'.repeat(500)}c`, false],
+      ['/ClusterJobs/{a,a}{a,a}{a,a}{a,a}*b', `/ClusterJobs/${'a'.repeat(1000)}`, false],
+    ])('matches %s, which picomatch compiled to a backtracking expression, in linear time', (object, path, expected) => {
+      expect(compileObjectMatcher('glob', object).matches(path)).toBe(expected);
     });
   });
 

@@ -8,6 +8,8 @@ import { AccessEvaluator } from './access-evaluator.js';
 import { AccessController } from './access.controller.js';
 import { AccessGuard } from './access.guard.js';
 import { AccessService } from './access.service.js';
+import { RoleGuard } from '../auth/role-guard.js';
+import { EscalationGuard } from './escalation-guard.js';
 import { AuditLog } from './audit-log.js';
 import { AuditRepository } from './audit.repository.js';
 import { AuditRecord } from './entities/audit-record.entity.js';
@@ -22,8 +24,9 @@ import { RolesRepository } from './roles.repository.js';
 import { RolesService } from './roles.service.js';
 
 /**
- * Access control (api-map §6): roles, bindings, the evaluator, explain and the audit, and the
- * global guard that decides every request after authentication.
+ * Access control (api-map §6): roles, bindings, the evaluator, explain and the audit, the global
+ * guard that decides every request after authentication, and the escalation guard, which it
+ * registers with identity (which cannot import it).
  */
 @Module({
   imports: [DatabaseModule.forFeature([Role, RoleBinding, AuditRecord]), AuthModule, NamespacesModule],
@@ -39,12 +42,14 @@ import { RolesService } from './roles.service.js';
     RoleBindingsService,
     RoleBindingsRepository,
     RbacBootstrap,
+    EscalationGuard,
     { provide: APP_GUARD, useExisting: AccessGuard },
   ],
   exports: [AccessEvaluator, AccessService],
 })
 export class RbacModule {
-  constructor(namespaces: NamespacesService, bindings: RoleBindingsRepository) {
+  constructor(namespaces: NamespacesService, bindings: RoleBindingsRepository, roleGuard: RoleGuard, escalation: EscalationGuard) {
+    roleGuard.register(escalation);
     namespaces.registerUsageCheck({ holds: 'role bindings', count: (namespaceId, manager) => bindings.countIn(namespaceId, manager) });
   }
 }

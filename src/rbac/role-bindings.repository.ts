@@ -35,7 +35,7 @@ export class RoleBindingsRepository {
   }
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<RoleBindingRow>> {
-    return fetchListPage(whereInScope(this.bindings(), 'binding."namespaceId"', scope), query);
+    return fetchListPage(whereInScope(this.bindings(), { namespace: 'binding."namespaceId"', item: 'binding."id"' }, scope), query);
   }
 
   /** The bindings of these principals (a user and its groups), with their roles' permissions, oldest first. */

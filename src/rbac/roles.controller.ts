@@ -1,5 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { ListDenials, type ItemDenials } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { IfMatch, type EntityTagCondition, type Versioned } from '../common/http/entity-tag.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
@@ -22,8 +23,8 @@ export class RolesController {
   constructor(private readonly roles: RolesService) {}
 
   @Route({ method: 'GET', summary: 'Query roles', access: { object: '/Roles', action: 'Read' }, list: ROLE_LIST_QUERY, response: RoleListDto })
-  queryRoles(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery): Promise<ListEnvelope<RoleDto>> {
-    return this.roles.query(caller, query);
+  queryRoles(@CurrentCaller() caller: Caller, @ListParams() query: ListQuery, @ListDenials() denials: ItemDenials | undefined): Promise<ListEnvelope<RoleDto>> {
+    return this.roles.query(caller, query, denials);
   }
 
   @Route({

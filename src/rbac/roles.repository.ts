@@ -3,7 +3,8 @@ import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import { deleteLocked, updatePrepared } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
-import { fetchListPage, type ListPage } from '../common/query/list-page.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
+import { fetchListPage, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { Role } from './entities/role.entity.js';
 
@@ -23,8 +24,8 @@ export class RolesRepository {
     this.roles = dataSource.getRepository(Role);
   }
 
-  list(query: ListQuery): Promise<ListPage<Role>> {
-    return fetchListPage(this.roles.createQueryBuilder('role'), query);
+  list(query: ListQuery, denials: ItemDenials | undefined): Promise<ListPage<Role>> {
+    return fetchListPage(whereNotHidden(this.roles.createQueryBuilder('role'), 'role.id', denials), query);
   }
 
   findById(id: string): Promise<Role | null> {

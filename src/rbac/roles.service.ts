@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Injectable } from '@nestjs/common';
 import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import { requireIfMatch, Versioned, type EntityTagCondition } from '../common/http/entity-tag.js';
 import { toListEnvelope, type ListEnvelope } from '../common/http/list-envelope.js';
@@ -50,8 +51,9 @@ export class RolesService {
     private readonly access: AccessService,
   ) {}
 
-  async query(_caller: Caller, query: ListQuery): Promise<ListEnvelope<RoleDto>> {
-    return toListEnvelope(await this.roles.list(query), query, toRoleResponse);
+  /** The roles, but those a Deny hides from the caller's single reads. */
+  async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<RoleDto>> {
+    return toListEnvelope(await this.roles.list(query, denials), query, toRoleResponse);
   }
 
   async create(_caller: Caller, input: RoleInputDto): Promise<Versioned<RoleDto>> {

@@ -101,7 +101,7 @@ describe('accounts', () => {
       expect(response.statusCode).toBe(200);
       expect(response.json().expiresIn).toBe(3600);
       const claims = claimsOf(response.json().token);
-      expect(Object.keys(claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'userName']);
+      expect(Object.keys(claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'tokenVersion', 'userName']);
       expect(claims).toMatchObject({ sub: id, userName: 'grouped-user', iss: 'hub' });
       expect([...(claims.groups as string[])].sort()).toEqual([inner, outer].sort());
       expect((claims.exp as number) - (claims.iat as number)).toBe(3600);
@@ -283,7 +283,7 @@ describe('accounts', () => {
       const response = await hub.inject({ method: 'GET', url: CLAIMS, headers: bearer(token) });
       expect(response.statusCode).toBe(200);
       expect(response.json()).toEqual({ claims: claimsOf(token) });
-      expect(Object.keys(response.json().claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'userName']);
+      expect(Object.keys(response.json().claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'tokenVersion', 'userName']);
       expect(response.json().claims).toMatchObject({ sub: id, userName: 'claims-user', groups: [], iss: 'hub' });
     });
 
@@ -483,8 +483,8 @@ describe('accounts', () => {
       expect((await api.getUser(id)).json()).toMatchObject({ invitationPending: true, invitationExpiry: expiry });
     });
 
-    it("keeps jwtSubject as the user's externalId, next to the password the account needs", async () => {
-      const { id, token } = await api.invite('external-invitee');
+    it('accepts a jwtSubject equal to the externalId an administrator set, next to the password the account needs', async () => {
+      const { id, token } = await api.invite('external-invitee', { externalId: 'idp|external-42' });
       const response = await api.accept({
         token,
         userName: 'external-invitee',
@@ -496,6 +496,17 @@ describe('accounts', () => {
       expect(response.json()).toMatchObject({ externalId: 'idp|external-42', invitationPending: false });
       expect((await api.getUser(id)).json()).toMatchObject({ externalId: 'idp|external-42', invitationPending: false });
       expect((await api.login('external-invitee', 'external-password')).statusCode).toBe(200);
+    });
+
+    it('refuses a jwtSubject the invitee chooses (400): only an administrator sets externalId', async () => {
+      const { id, token } = await api.invite('self-linking-invitee');
+      const accept = (jwtSubject: string) =>
+        api.accept({ token, userName: 'self-linking-invitee', displayName: 'Self', password: 'self-linking-password', jwtSubject });
+      const response = await accept('idp|someone-else');
+      expect(response.statusCode).toBe(400);
+      expect(errorPaths(response)).toEqual(['/jwtSubject']);
+      expect((await api.getUser(id)).json()).toMatchObject({ invitationPending: true });
+      expect((await api.getUser(id)).json().externalId).toBeUndefined();
     });
 
     it.each([

@@ -143,7 +143,7 @@ describe('auth', () => {
   describe('tokens', () => {
     const claims = async () => {
       const me = (await hub.inject({ method: 'GET', url: ME, headers: bearer(hub.adminToken) })).json();
-      return { sub: me._id as string, userName: ADMIN_USER, groups: [] };
+      return { sub: me._id as string, userName: ADMIN_USER, groups: [], tokenVersion: 0 };
     };
 
     it.each([

@@ -885,7 +885,7 @@ describe('groups', () => {
       expect(response.statusCode).toBe(200);
       const { claims } = response.json();
       expect(Object.keys(response.json())).toEqual(['claims']);
-      expect(Object.keys(claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'userName']);
+      expect(Object.keys(claims).sort()).toEqual(['exp', 'groups', 'iat', 'iss', 'sub', 'tokenVersion', 'userName']);
       expect(claims).toMatchObject({ sub: userId, userName: 'nest-user', iss: 'hub' });
       expect([...claims.groups].sort()).toEqual([...ids].sort());
       expect(claims.exp - claims.iat).toBe(3600);
@@ -903,7 +903,7 @@ describe('groups', () => {
 
   describe("the callers' cache", () => {
     /** The groups of the cached caller `userId`, or undefined when it is not cached. */
-    const cachedGroups = async (userId: string) => (await hub.app.get(CallerCache).get(userId, () => Promise.resolve(null)))?.groups;
+    const cachedGroups = async (userId: string) => (await hub.app.get(CallerCache).get(userId, () => Promise.resolve(null)))?.caller.groups;
     /** Makes requests as the user until its caller is cached (a late notification of an earlier test's change may drop it). */
     const cacheCaller = async (userId: string, token: string) => {
       for (let attempt = 0; attempt < 50 && (await cachedGroups(userId)) === undefined; attempt += 1) {
@@ -918,7 +918,7 @@ describe('groups', () => {
       const outer = await create({ name: 'cache-outer' });
       await changed(inner._id, [{ op: 'add', id: userId }]);
       await changed(outer._id, [{ op: 'add', id: inner._id }]);
-      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${await hub.login('cached-user', PASSWORD)}`);
+      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${await hub.login('cached-user', PASSWORD)}`, { peer: '127.0.0.1' });
       expect([...caller.groups].sort()).toEqual([inner._id, outer._id].sort());
     });
 
@@ -929,7 +929,7 @@ describe('groups', () => {
       const group = await create({ name: 'joined-group' });
       await changed(group._id, [{ op: 'add', id: userId }]);
       expect(await cachedGroups(userId)).toBeUndefined();
-      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${token}`);
+      const { caller } = await hub.app.get(AuthService).authenticate(`Bearer ${token}`, { peer: '127.0.0.1' });
       expect(caller.groups).toEqual([group._id]);
     });
 

@@ -154,6 +154,14 @@ const ROUTES: readonly RouteCase[] = [
     allowed: 200,
   },
   {
+    method: 'POST',
+    path: '/api/v2/auth/users/:userId/unlock',
+    access: { object: '/Users/{userId}', action: 'Update' },
+    resource: FIXTURE_NAMES.user,
+    params: (f) => ({ userId: f.user }),
+    allowed: 200,
+  },
+  {
     method: 'GET',
     path: '/api/v2/auth/users/:userId/groups',
     access: { object: '/Users/{userId}', action: 'Read', self: 'userId' },

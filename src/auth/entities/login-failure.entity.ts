@@ -17,3 +17,16 @@ export class LoginFailure {
   @Column({ name: 'locked_until', type: 'timestamptz', precision: 3, nullable: true })
   lockedUntil!: Date | null;
 }
+
+/** Recent failed logins from one client address, whatever names they tried (spraying many names). */
+@Entity({ name: 'login_address_failures' })
+export class LoginAddressFailure {
+  @PrimaryColumn({ type: 'text' })
+  address!: string;
+
+  @Column({ name: 'failed_at', type: 'timestamptz', array: true })
+  failedAt!: Date[];
+
+  @Column({ name: 'locked_until', type: 'timestamptz', precision: 3, nullable: true })
+  lockedUntil!: Date | null;
+}

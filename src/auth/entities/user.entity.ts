@@ -1,7 +1,8 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn, VersionColumn } from 'typeorm';
 
 /**
- * A person or script that logs in. User names are unique ignoring case, external ids unique, and
+ * A person or script that logs in. User names are unique ignoring case, external ids and unix
+ * user names unique (the latter as the node compares account names: exactly), and
  * the text filters have trigram indexes (all made by hand in the migrations).
  */
 @Entity({ name: 'users' })
@@ -9,6 +10,7 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Update
 @Index('users_modified_idx', ['modified', 'id'])
 @Index('users_user_name_lower_key', { synchronize: false })
 @Index('users_external_id_key', { synchronize: false })
+@Index('users_unix_user_name_key', { synchronize: false })
 @Index('users_user_name_trgm_idx', { synchronize: false })
 @Index('users_display_name_trgm_idx', { synchronize: false })
 @Index('users_email_trgm_idx', { synchronize: false })
@@ -55,6 +57,13 @@ export class User {
   /** argon2id, PHC string format; null while an invitation is pending. */
   @Column({ name: 'password_hash', type: 'text', nullable: true })
   passwordHash!: string | null;
+
+  /**
+   * Carried in every token issued to the user and compared at each request: a password change, a
+   * reset or a deactivation increments it, which revokes every token issued before.
+   */
+  @Column({ name: 'token_version', type: 'integer', default: 0 })
+  tokenVersion!: number;
 
   @VersionColumn()
   version!: number;

@@ -5,6 +5,7 @@ import { plainToInstance, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, registerDecorator, validateSync, type ValidationError } from 'class-validator';
 import { locateData } from '../data-location.js';
 import { StartupError } from '../errors/startup-error.js';
+import { parseAddressRanges, type AddressRange } from '../http/client-address.js';
 
 export const CLUSTER_DRIVERS = ['local', 'slurm'] as const;
 export type ClusterDriverName = (typeof CLUSTER_DRIVERS)[number];
@@ -39,6 +40,10 @@ export abstract class HubConfig {
   /** Failed logins for one user name within `loginLockoutSeconds` that lock the name for that long. */
   abstract readonly loginFailureLimit: number;
   abstract readonly loginLockoutSeconds: number;
+  /** Failed logins from one client address within `loginLockoutSeconds` that refuse its logins for the rest of that window; 0: no limit. */
+  abstract readonly loginMaxFailuresPerAddress: number;
+  /** Peers whose `X-Forwarded-For` names the client address (addresses and CIDRs). */
+  abstract readonly trustedProxies: readonly AddressRange[];
   /** How long an invitation stays valid when its creator gives no `invitationExpiry`. */
   abstract readonly invitationTtlSeconds: number;
   /** Days an access decision stays in the audit before it is pruned. */
@@ -97,6 +102,17 @@ function IsKey256(): PropertyDecorator {
       propertyName: propertyName as string,
       options: { message: '$property must be a 256-bit key: 64 hexadecimal digits or 32 bytes in base64 (e.g. from `openssl rand -base64 32`)' },
       validator: { validate: (value: unknown) => typeof value === 'string' && parseKey256(value) !== undefined },
+    });
+}
+
+function IsAddressRanges(): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isAddressRanges',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: '$property must be comma-separated IP addresses or CIDRs (e.g. 10.0.0.1,192.168.0.0/16,::1)' },
+      validator: { validate: (value: unknown) => typeof value === 'string' && (value.trim() === '' || parseAddressRanges(value) !== undefined) },
     });
 }
 
@@ -189,6 +205,17 @@ class HubEnvironment {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  HUB_LOGIN_MAX_FAILURES_PER_ADDRESS = 100;
+
+  @IsOptional()
+  @IsAddressRanges()
+  HUB_TRUSTED_PROXIES?: string = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
   @Min(60)
   @Max(365 * 24 * 3600)
   HUB_INVITATION_TTL = 7 * 24 * 3600;
@@ -273,6 +300,8 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     passwordMinLength: settings.HUB_PASSWORD_MIN_LENGTH,
     loginFailureLimit: settings.HUB_LOGIN_FAILURE_LIMIT,
     loginLockoutSeconds: settings.HUB_LOGIN_LOCKOUT,
+    loginMaxFailuresPerAddress: settings.HUB_LOGIN_MAX_FAILURES_PER_ADDRESS,
+    trustedProxies: settings.HUB_TRUSTED_PROXIES?.trim() ? (parseAddressRanges(settings.HUB_TRUSTED_PROXIES) ?? []) : [],
     invitationTtlSeconds: settings.HUB_INVITATION_TTL,
     auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,

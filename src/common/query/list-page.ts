@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
-import type { NamespaceScope } from '../http/access-scope.js';
+import type { ItemDenials, NamespaceScope } from '../http/access-scope.js';
 import type { FilterCondition, ListQuery } from './list-query.js';
 
 /** One page of a list and the number of items matching its filters. */
@@ -120,21 +120,69 @@ function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query:
   return qb.connection.query<T[]>(sql, parameters);
 }
 
-/** The condition of a namespace scope on `column` and its parameters; none when the scope is everything. */
-function scopeCondition(column: string, scope: NamespaceScope): { sql: string; parameters: Record<string, unknown> } | undefined {
-  if (scope.all)
-    return scope.except.length > 0 ? { sql: `(${column} IS NULL OR ${column} <> ALL(:scopeExcept))`, parameters: { scopeExcept: scope.except } } : undefined;
-  return { sql: `${column} = ANY(:scopeOnly)`, parameters: { scopeOnly: scope.only } };
+/** Where a list's items say their namespace (a namespace id, null meaning `*`) and their id. */
+export interface ScopeColumns {
+  readonly namespace: string;
+  readonly item: string;
 }
 
-/** Narrows a list to a namespace scope; `column` holds a namespace id, null meaning every namespace (`*`). */
-export function whereInScope<Q extends WhereExpressionBuilder>(qb: Q, column: string, scope: NamespaceScope): Q {
+/** The SQL that hides the items an item-level Deny covers (api-map §6: a list shows what single reads show). */
+function hiddenCondition(
+  column: Partial<ScopeColumns> & { readonly item: string },
+  items: ItemDenials,
+): { sql: string; parameters: Record<string, unknown> } | undefined {
+  if (items.hidden.length === 0) return undefined;
+  const parameters: Record<string, unknown> = { scopeItemPrefix: items.prefix };
+  const hidden = items.hidden.map((rule, index) => {
+    // Items outside namespaces (no namespace column) are decided in `*`, where only Denies bound in `*` apply.
+    if (rule.namespaceId !== null && column.namespace === undefined) return 'FALSE';
+    // coalesce: an item of `*` (a null namespace) is not in the Deny's namespace, and must not make the whole condition null.
+    const where = rule.namespaceId === null ? [] : [`coalesce(${column.namespace} = :scopeHiddenNamespace${index}, false)`];
+    if (rule.namespaceId !== null) parameters[`scopeHiddenNamespace${index}`] = rule.namespaceId;
+    if (rule.ids) {
+      where.push(`CAST(${column.item} AS text) = ANY(:scopeHiddenIds${index})`);
+      parameters[`scopeHiddenIds${index}`] = rule.ids;
+    } else if (rule.pattern !== undefined) {
+      where.push(`(CAST(:scopeItemPrefix AS text) || CAST(${column.item} AS text)) ~ :scopeHiddenPattern${index}`);
+      parameters[`scopeHiddenPattern${index}`] = rule.pattern;
+    }
+    return where.length > 0 ? `(${where.join(' AND ')})` : 'TRUE';
+  });
+  return { sql: `NOT (${hidden.join(' OR ')})`, parameters };
+}
+
+/** The condition of a namespace scope and its parameters; none when the scope is everything. */
+function scopeCondition(column: ScopeColumns, scope: NamespaceScope): { sql: string; parameters: Record<string, unknown> } | undefined {
+  const namespaces = scope.all
+    ? scope.except.length > 0
+      ? { sql: `(${column.namespace} IS NULL OR ${column.namespace} <> ALL(:scopeExcept))`, parameters: { scopeExcept: scope.except } }
+      : undefined
+    : { sql: `${column.namespace} = ANY(:scopeOnly)`, parameters: { scopeOnly: scope.only } };
+  const hidden = scope.items && hiddenCondition(column, scope.items);
+  if (!namespaces || !hidden) return namespaces ?? hidden;
+  return { sql: `(${namespaces.sql} AND ${hidden.sql})`, parameters: { ...namespaces.parameters, ...hidden.parameters } };
+}
+
+/** Narrows a list to a namespace scope (namespace id null meaning every namespace, `*`), without the items a Deny hides. */
+export function whereInScope<Q extends WhereExpressionBuilder>(qb: Q, column: ScopeColumns, scope: NamespaceScope): Q {
   const condition = scopeCondition(column, scope);
   return condition ? qb.andWhere(condition.sql, condition.parameters) : qb;
 }
 
-/** Narrows a list to a namespace scope, but for the items a user owns, which they always see. */
-export function whereInScopeOrOwned<Q extends WhereExpressionBuilder>(qb: Q, column: string, scope: NamespaceScope, ownerColumn: string, ownerId: string): Q {
+/** Leaves out of a list of items outside namespaces those a Deny hides from their single reads (`column` holds an item's id). */
+export function whereNotHidden<Q extends WhereExpressionBuilder>(qb: Q, column: string, items: ItemDenials | undefined): Q {
+  const condition = items && hiddenCondition({ item: column }, items);
+  return condition ? qb.andWhere(condition.sql, condition.parameters) : qb;
+}
+
+/** Narrows a list to a namespace scope, but for the items a user owns, which they always see (as their single reads). */
+export function whereInScopeOrOwned<Q extends WhereExpressionBuilder>(
+  qb: Q,
+  column: ScopeColumns,
+  scope: NamespaceScope,
+  ownerColumn: string,
+  ownerId: string,
+): Q {
   const condition = scopeCondition(column, scope);
   return condition ? qb.andWhere(`(${condition.sql} OR ${ownerColumn} = :scopeOwner)`, { ...condition.parameters, scopeOwner: ownerId }) : qb;
 }
