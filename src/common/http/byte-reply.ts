@@ -1,4 +1,4 @@
-import { MessageDto } from './message.dto.js';
+import { type MessageDto } from './message.dto.js';
 
 export const OCTET_STREAM = 'application/octet-stream';
 
