@@ -384,3 +384,140 @@ describe('a local hub that does not run as root', () => {
     expect((await hub.inject({ method: 'POST', url: '/api/v2/cluster/jobs', headers: admin, payload })).statusCode).toBe(201);
   });
 });
+
+/** A profile's limits, kept per execution by the local driver of a hub running as root. */
+asRoot('execution profile limits', () => {
+  let hub: TestHub;
+  const admin = () => bearer(hub.adminToken);
+
+  const profileWith = async (name: string, properties: Record<string, number>): Promise<string> => {
+    const created = await hub.inject({ method: 'POST', url: '/api/v2/execution-profiles/execprofiles', headers: admin(), payload: { name, properties } });
+    expect(created.statusCode).toBe(201);
+    const id = created.json<{ _id: string }>()._id;
+    const namespaceId = (await hub.inject({ method: 'GET', url: '/api/v2/namespaces?filter[name][EQ]=default', headers: admin() })).json<{
+      data: { _id: string }[];
+    }>().data[0]._id;
+    await hub.inject({ method: 'POST', url: '/api/v2/execution-profiles/bindings', headers: admin(), payload: { executionProfileId: id, namespaceId } });
+    return id;
+  };
+  const run = async (profile: string, script: string): Promise<Execution & { id: string; exitCode?: number }> => {
+    const job = await hub.inject({
+      method: 'POST',
+      url: '/api/v2/cluster/jobs',
+      headers: admin(),
+      payload: { name: 'limited', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script] } },
+    });
+    expect(job.statusCode).toBe(201);
+    const list = await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions?filter[jobId][EQ]=${job.json<{ id: string }>().id}`, headers: admin() });
+    const id = list.json<{ data: { id: string }[] }>().data[0].id;
+    return poll(
+      async () => (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${id}`, headers: admin() })).json<Execution & { id: string }>(),
+      (current) => ['completed', 'failed', 'lost'].includes(current.status),
+      20_000,
+    );
+  };
+  const lastEvent = (execution: Execution) => execution.taskStates.main.events.at(-1) as { type: string; message: string; details?: Record<string, string> };
+
+  beforeAll(async () => {
+    hub = await startTestHub();
+  });
+  afterAll(() => hub?.close());
+
+  it('ends an execution that runs past maxRunSeconds, failed, with an event naming the limit', async () => {
+    const sleep = `sleep 60.${unique()}`;
+    const done = await run(await profileWith('OneSecond', { maxRunSeconds: 1 }), sleep);
+    expect([done.status, lastEvent(done).type, lastEvent(done).details?.limit]).toEqual(['failed', 'LimitExceeded', 'maxRunSeconds']);
+    expect(lastEvent(done).message).toBe("Ended for running past its execution profile's maxRunSeconds (1 s)");
+    expect(processesWith(sleep)).toEqual([]);
+  });
+
+  const withCgroups = existsSync('/sys/fs/cgroup/cgroup.controllers') || existsSync('/sys/fs/cgroup/pids/cgroup.procs') ? it : it.skip;
+
+  withCgroups('ends an execution that starts more than maxProcesses processes', async () => {
+    const sleep = `sleep 60.${unique()}`;
+    const done = await run(await profileWith('FewProcesses', { maxProcesses: 4 }), `for i in 1 2 3 4 5 6 7 8; do ${sleep} & done; wait`);
+    expect([done.status, lastEvent(done).details?.limit]).toEqual(['failed', 'maxProcesses']);
+    expect(lastEvent(done).message).toBe("Ended for running past its execution profile's maxProcesses (4 processes)");
+    expect(
+      await poll(
+        () => processesWith(sleep),
+        (found) => found.length === 0,
+        3000,
+      ),
+    ).toEqual([]);
+  });
+
+  withCgroups('ends an execution that uses more than maxMemoryMiB', async () => {
+    const done = await run(await profileWith('LittleMemory', { maxMemoryMiB: 16 }), 'x=$(head -c 100000000 /dev/zero | tr "\\0" a); echo "${#x}"; sleep 30');
+    expect([done.status, lastEvent(done).details?.limit]).toEqual(['failed', 'maxMemoryMiB']);
+    // Within its limits a job runs as usual.
+    expect((await run(await profileWith('Enough', { maxMemoryMiB: 256, maxProcesses: 50, maxRunSeconds: 60 }), 'echo fine')).status).toBe('completed');
+  });
+});
+
+asRoot('a hub restarted while its jobs run', () => {
+  it('adopts what kept running, records the ends and logs of what ended meanwhile, and still stops a job within the grace period', async () => {
+    const hub = await startTestHub();
+    const admin = bearer(hub.adminToken);
+    const standard = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: admin });
+    const profile = standard.json<{ data: { _id: string }[] }>().data[0]._id;
+    const submit = async (script: string) =>
+      (
+        await hub.inject({
+          method: 'POST',
+          url: '/api/v2/cluster/jobs',
+          headers: admin,
+          payload: { name: 'kept', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script] } },
+        })
+      ).json<{ id: string }>().id;
+    const executionOf = async (jobId: string) => {
+      const list = await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions?filter[jobId][EQ]=${jobId}`, headers: admin });
+      const id = list.json<{ data: { id: string }[] }>().data[0].id;
+      return (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${id}`, headers: admin })).json<
+        Execution & { id: string; taskStates: { main: { finishedAt?: string } } }
+      >();
+    };
+    const log = async (executionId: string) =>
+      (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${executionId}/tasks/main/logs/stdout`, headers: admin })).json<{ msg: string }>()
+        .msg;
+    try {
+      const sleep = `sleep 60.${unique()}`;
+      const [short, long, endless] = [await submit('sleep 0.5; echo short'), await submit('sleep 2.5; echo long'), await submit(sleep)];
+      for (const jobId of [short, long, endless])
+        await poll(
+          () => executionOf(jobId),
+          (current) => current.status === 'running',
+        );
+      await hub.restart();
+      const restartedAt = Date.now();
+      const [shortDone, longDone] = await Promise.all(
+        [short, long].map((jobId) =>
+          poll(
+            () => executionOf(jobId),
+            (current) => current.status === 'completed',
+            15_000,
+          ),
+        ),
+      );
+      expect([shortDone.status, await log(shortDone.id)]).toEqual(['completed', 'short\n']);
+      expect([longDone.status, await log(longDone.id)]).toEqual(['completed', 'long\n']);
+      // The short one ended while no hub watched: its end is when it exited, not when the new hub looked.
+      expect(Date.parse(shortDone.taskStates.main.finishedAt as string)).toBeLessThan(restartedAt + 500);
+      expect((await executionOf(endless)).status).toBe('running');
+      const stoppedAt = Date.now();
+      expect((await hub.inject({ method: 'POST', url: `/api/v2/cluster/jobs/${endless}/stop`, headers: admin })).json<{ status: string }>().status).toBe(
+        'dead',
+      );
+      expect(Date.now() - stoppedAt).toBeLessThan(6000);
+      expect(
+        await poll(
+          () => processesWith(sleep),
+          (found) => found.length === 0,
+          3000,
+        ),
+      ).toEqual([]);
+    } finally {
+      await hub.close();
+    }
+  });
+});
