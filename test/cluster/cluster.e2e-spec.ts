@@ -101,7 +101,8 @@ function processesMentioning(text: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) && alive(Number(entry))) pids.push(Number(entry));
+      // Arguments are NUL-separated: read as one line, `sleep 300.1` matches the sleep itself too.
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(text) && alive(Number(entry))) pids.push(Number(entry));
     } catch {
       // Ended meanwhile.
     }

@@ -114,7 +114,8 @@ function processesWith(text: string, where: 'cmdline' | 'environ' = 'cmdline'): 
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (!readFileSync(`/proc/${entry}/${where}`, 'utf8').includes(text)) continue;
+      // Arguments are NUL-separated: read as one line, `sleep 97.1` matches the sleep itself too.
+      if (!readFileSync(`/proc/${entry}/${where}`, 'utf8').replaceAll('\0', ' ').includes(text)) continue;
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       if (/^State:\s+Z/m.test(status)) continue;
       found.push({ pid: Number(entry), uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) });
