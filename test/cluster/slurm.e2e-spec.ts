@@ -125,6 +125,19 @@ withSlurm('the slurm driver on a real Slurm cluster', () => {
     expect(await log(execution.id, 'stdout')).toBe(`${ACCOUNT}\n700 ${ACCOUNT}\n`);
   }, 40_000);
 
+  it("ends with a job what it left running, setsid included (Slurm's cgroup tracking, as scripts/slurm-up.sh configures it)", async () => {
+    const sleep = `sleep 97.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+    const execution = await until(await submit('setsid', 'Standard', 'sh', ['-c', `setsid sh -c "exec ${sleep}" & sleep 0.3; echo left`]), ended);
+    expect([execution.status, await log(execution.id, 'stdout')]).toEqual(['completed', 'left\n']);
+    const survivors = () =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(sleep));
+    const deadline = Date.now() + 5000;
+    while (survivors().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    expect(survivors()).toEqual([]);
+  }, 40_000);
+
   it('refuses, naming unixUserName, a user with no account the cluster knows', async () => {
     const user = (await call('POST', 'auth/users', { userName: 'no-account', password: 'a-no-account-password' })) as { _id: string };
     const role = (await call('POST', 'rbac/roles', {
