@@ -11,8 +11,8 @@ set -euo pipefail
 H=$(hostname -s)
 LOGS=/var/log/slurm
 
-# alive NAME PIDFILE: the pid file names a live process called NAME
-alive() { local p; p=$(cat "$2" 2>/dev/null) && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ]; }
+# shellcheck source=scripts/slurm-common.sh
+. "$(dirname "$0")/slurm-common.sh"
 
 # 1. Packages, only if missing. Debian's postinst scripts start nothing here (policy-rc.d).
 if ! [ -x /usr/sbin/slurmctld ] || ! [ -x /usr/sbin/slurmd ] || ! [ -x /usr/bin/sbatch ] || ! [ -x /usr/sbin/munged ]; then
@@ -84,17 +84,6 @@ NodeName=${H}  NodeHostname=${H} NodeAddr=127.0.0.1 Port=6818 CPUs=2 RealMemory=
 NodeName=${H}2 NodeHostname=${H} NodeAddr=127.0.0.1 Port=6819 CPUs=2 RealMemory=2000 Features=linux,staging State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
-# stop NAME PIDFILE: end that process (SIGTERM, SIGKILL after 10 s), drop the pid file
-stop() {
-  if alive "$1" "$2"; then
-    local p
-    p=$(cat "$2")
-    kill "$p"
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$p" 2>/dev/null; then kill -9 "$p"; fi
-  fi
-  rm -f "$2"
-}
 if ! cmp -s "$NEW" /etc/slurm/slurm.conf || [ "$CGROUP_CHANGED" = yes ]; then
   PLUGINS_BEFORE=$(grep -E '^(ProctrackType|TaskPlugin)=' /etc/slurm/slurm.conf 2>/dev/null || true)
   install -m 0644 "$NEW" /etc/slurm/slurm.conf

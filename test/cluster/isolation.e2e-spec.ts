@@ -108,6 +108,33 @@ asRoot('tasks on the local driver, run by a hub running as root', () => {
   });
 });
 
+/** A user holding only the submit role (Create on /ClusterJobs, Use on the profiles, in `default`); their headers. */
+async function submitter(hub: TestHub, userName: string): Promise<Record<string, string>> {
+  const admin = bearer(hub.adminToken);
+  const password = 'a-submitter-password';
+  const user = (await hub.inject({ method: 'POST', url: '/api/v2/auth/users', headers: admin, payload: { userName, password } })).json<{ _id: string }>();
+  const role = await hub.inject({
+    method: 'POST',
+    url: '/api/v2/rbac/roles',
+    headers: admin,
+    payload: {
+      name: `${userName}-submit`,
+      permissions: [
+        { object: '/ClusterJobs', actions: ['Create'], objectMatcher: 'simple', effect: 'Allow' },
+        { object: '/ExecutionProfiles/*', actions: ['Use'], objectMatcher: 'simple', effect: 'Allow' },
+      ],
+    },
+  });
+  const binding = await hub.inject({
+    method: 'POST',
+    url: '/api/v2/rbac/rolebindings',
+    headers: admin,
+    payload: { role: role.json<{ id: string }>().id, principal: user._id, namespace: 'default' },
+  });
+  expect(binding.statusCode).toBe(201);
+  return bearer(await hub.login(userName, password));
+}
+
 /** Host pids of the live processes whose command line or environment mentions `text`, with their real uid. */
 function processesWith(text: string, where: 'cmdline' | 'environ' = 'cmdline'): { pid: number; uid: number }[] {
   const found: { pid: number; uid: number }[] = [];
@@ -148,33 +175,7 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
   let alice: Record<string, string>;
   let mallory: Record<string, string>;
   const admin = () => bearer(hub.adminToken);
-  const PASSWORD = 'a-submitter-password';
 
-  const submitter = async (userName: string): Promise<Record<string, string>> => {
-    const user = (await hub.inject({ method: 'POST', url: '/api/v2/auth/users', headers: admin(), payload: { userName, password: PASSWORD } })).json<{
-      _id: string;
-    }>();
-    const role = await hub.inject({
-      method: 'POST',
-      url: '/api/v2/rbac/roles',
-      headers: admin(),
-      payload: {
-        name: `${userName}-submit`,
-        permissions: [
-          { object: '/ClusterJobs', actions: ['Create'], objectMatcher: 'simple', effect: 'Allow' },
-          { object: '/ExecutionProfiles/*', actions: ['Use'], objectMatcher: 'simple', effect: 'Allow' },
-        ],
-      },
-    });
-    const binding = await hub.inject({
-      method: 'POST',
-      url: '/api/v2/rbac/rolebindings',
-      headers: admin(),
-      payload: { role: role.json<{ id: string }>().id, principal: user._id, namespace: 'default' },
-    });
-    expect(binding.statusCode).toBe(201);
-    return bearer(await hub.login(userName, PASSWORD));
-  };
   const post = (as: Record<string, string>, script: string, extra: Record<string, unknown> = {}): Promise<InjectResponse> =>
     hub.inject({
       method: 'POST',
@@ -203,8 +204,8 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
     hub = await startTestHub({ env: { HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '3' } });
     const standard = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: admin() });
     profile = standard.json<{ data: { _id: string }[] }>().data[0]._id;
-    alice = await submitter('alice');
-    mallory = await submitter('mallory');
+    alice = await submitter(hub, 'alice');
+    mallory = await submitter(hub, 'mallory');
   }, 30_000);
   afterAll(async () => {
     await hub?.close();
@@ -220,16 +221,15 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
       .map((name) => `printf '#!/bin/sh\\nid -u >> ${evil}/ran-as\\nexec /usr/bin/${name} "$@"\\n' > ${evil}/${name}; chmod 755 ${evil}/${name}`)
       .join('; ');
     try {
-      const jobId = await submit(mallory, `mkdir -p ${evil}; chmod 777 ${evil}; ${plant}; /bin/sleep 1.${marker}`, [
+      const jobId = await submit(mallory, `mkdir -p ${evil}; chmod 777 ${evil}; ${plant}; /bin/sleep 2.${marker}`, [
         { name: 'PATH', value: `${evil}:/usr/bin:/bin` },
         { name: 'LD_PRELOAD', value: `/nonexistent/${marker}.so` },
       ]);
-      await poll(
-        () => processesWith(marker).length,
-        (count) => count > 0,
+      // While it runs: no process of root's carries the job's environment (the task's own do).
+      const carrying = await poll(
+        () => [...processesWith(`${evil}:/usr/bin`, 'environ'), ...processesWith(`${marker}.so`, 'environ')],
+        (found) => found.length > 0,
       );
-      // While it runs: no process of root's carries the job's environment.
-      const carrying = [...processesWith(`${evil}:/usr/bin`, 'environ'), ...processesWith(`${marker}.so`, 'environ')];
       expect(carrying.length).toBeGreaterThan(0);
       expect(carrying.filter((found) => found.uid === 0)).toEqual([]);
       const done = await until(jobId, ended);
@@ -349,32 +349,12 @@ describe('a local hub that does not run as root', () => {
     const admin = bearer(hub.adminToken);
     const standard = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: admin });
     const profile = standard.json<{ data: { _id: string }[] }>().data[0]._id;
-    const user = (
-      await hub.inject({ method: 'POST', url: '/api/v2/auth/users', headers: admin, payload: { userName: 'submitter', password: 'a-submitter-password' } })
-    ).json<{ _id: string }>();
-    const role = await hub.inject({
-      method: 'POST',
-      url: '/api/v2/rbac/roles',
-      headers: admin,
-      payload: {
-        name: 'submit',
-        permissions: [
-          { object: '/ClusterJobs', actions: ['Create'], objectMatcher: 'simple', effect: 'Allow' },
-          { object: '/ExecutionProfiles/*', actions: ['Use'], objectMatcher: 'simple', effect: 'Allow' },
-        ],
-      },
-    });
-    await hub.inject({
-      method: 'POST',
-      url: '/api/v2/rbac/rolebindings',
-      headers: admin,
-      payload: { role: role.json<{ id: string }>().id, principal: user._id, namespace: 'default' },
-    });
+    const user = await submitter(hub, 'submitter');
     const payload = { name: 'x', namespace: 'default', executionProfileId: profile, task: { command: 'true' } };
     const refused = await hub.inject({
       method: 'POST',
       url: '/api/v2/cluster/jobs',
-      headers: bearer(await hub.login('submitter', 'a-submitter-password')),
+      headers: user,
       payload,
     });
     expect([refused.statusCode, refused.headers['content-type']]).toEqual([403, 'application/problem+json; charset=utf-8']);

@@ -179,6 +179,9 @@ export class LocalDriver implements ClusterDriver {
    * for links, and no other job's user can read any of it.
    */
   async start(launch: Launch): Promise<string> {
+    // A job settled to run as the hub's own user (submitted while the hub was not root) never runs as root.
+    if (this.options.root && (!launch.identity || launch.identity.uid === 0))
+      throw new Error('it would run as root: it was submitted while the hub did not run as root; submit it again');
     const workDir = join(launch.executionDir, 'work');
     const logs = join(launch.executionDir, 'logs');
     const envFile = join(launch.executionDir, ENVIRONMENT_FILE);

@@ -4,7 +4,7 @@ import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { StartupError } from '../../common/errors/startup-error.js';
-import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import type { ClusterDriver, DriverNode, ExecutionLimits, Launch, Outcome, Tracked } from './cluster-driver.js';
 import { environmentFile } from './environment-file.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type SlurmJobState } from './slurm-output.js';
@@ -29,6 +29,8 @@ const JOB_SCRIPT = [
 /** Slurm job states that have not ended: queued, or running. */
 const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'SUSPENDED', 'PREEMPTED', 'RESIZING']);
 const RUNNING = new Set(['RUNNING', 'COMPLETING', 'SIGNALING', 'STAGE_OUT']);
+/** Ended by Slurm for a limit the profile set (`--time`, `--mem`). */
+const LIMITS: Partial<Record<string, keyof ExecutionLimits>> = { TIMEOUT: 'maxRunSeconds', OUT_OF_MEMORY: 'maxMemoryMiB' };
 /** Ended without the job's own doing: the node or Slurm failed it. */
 const LOST = new Set(['NODE_FAIL', 'BOOT_FAIL']);
 
@@ -163,26 +165,24 @@ export class SlurmDriver implements ClusterDriver {
     if (job && RUNNING.has(job.state)) return { state: 'running', node: job.node };
     if (job && LOST.has(job.state)) return { state: 'lost', message: `Slurm ended job ${execution.driverRef}: ${job.state} (${job.reason})` };
     const ended = await outcomeFromExitCode(execution.executionDir);
+    const limit = job && LIMITS[job.state];
+    // Ended by Slurm for a profile's limit, whatever its script could still write.
+    if (job && limit)
+      return {
+        state: 'failed',
+        exitCode: ended?.exitCode ?? (job.waitStatus >> 8 || 1),
+        message: `Slurm job ${execution.driverRef} ended for running past its execution profile's ${limit}`,
+        limit,
+      };
     if (ended) return ended;
     if (!job) return { state: 'lost', message: `Slurm no longer knows job ${execution.driverRef} and it left no exit code` };
     // Its exit code may not be visible on this host yet (a shared directory's caching): Slurm's word is enough.
     if (job.state === 'COMPLETED') return { state: 'completed', exitCode: 0, message: 'Exited with code 0' };
     // Killed before its script could write one: cancelled, or out of time.
-    const exitCode = job.waitStatus >> 8 || 1;
-    if (job.state === 'TIMEOUT')
-      return {
-        state: 'failed',
-        exitCode,
-        message: `Slurm job ${execution.driverRef} ended for running past its execution profile's maxRunSeconds`,
-        limit: 'maxRunSeconds',
-      };
-    if (job.state === 'OUT_OF_MEMORY')
-      return {
-        state: 'failed',
-        exitCode,
-        message: `Slurm job ${execution.driverRef} ended for running past its execution profile's maxMemoryMiB`,
-        limit: 'maxMemoryMiB',
-      };
-    return { state: 'failed', exitCode, message: `Slurm job ${execution.driverRef} ended: ${job.state === 'CANCELLED' ? 'cancelled' : job.state}` };
+    return {
+      state: 'failed',
+      exitCode: job.waitStatus >> 8 || 1,
+      message: `Slurm job ${execution.driverRef} ended: ${job.state === 'CANCELLED' ? 'cancelled' : job.state}`,
+    };
   }
 }
