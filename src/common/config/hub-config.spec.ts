@@ -68,6 +68,8 @@ const ALL_SETTINGS = [
   'HUB_LOCAL_NODE_LABELS',
   'HUB_LOCAL_SLOTS',
   'HUB_JOB_RETENTION_DAYS',
+  'HUB_JOB_UID_BASE',
+  'HUB_MAX_ACTIVE_JOBS_PER_USER',
   'HUB_LOG_LEVEL',
 ];
 
@@ -133,6 +135,8 @@ describe('loadHubConfig', () => {
         HUB_LOCAL_NODE_LABELS: 'gpu',
         HUB_LOCAL_SLOTS: '4',
         HUB_JOB_RETENTION_DAYS: '14',
+        HUB_JOB_UID_BASE: '500000',
+        HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -155,6 +159,8 @@ describe('loadHubConfig', () => {
         localNodeLabels: ['gpu'],
         localSlots: 4,
         jobRetentionDays: 14,
+        jobUidBase: 500000,
+        maxActiveJobsPerUser: 0,
         logLevel: 'debug',
       });
     });
@@ -203,6 +209,10 @@ describe('loadHubConfig', () => {
       ['HUB_LOCAL_NODE_LABELS', 'a b'],
       ['HUB_LOCAL_SLOTS', '0'],
       ['HUB_JOB_RETENTION_DAYS', '0'],
+      // Below 1000: the uids of system accounts.
+      ['HUB_JOB_UID_BASE', '999'],
+      ['HUB_MAX_ACTIVE_JOBS_PER_USER', '-1'],
+      ['HUB_MAX_ACTIVE_JOBS_PER_USER', 'many'],
     ])('refuses %s=%s', (name, value) => {
       expect(configurationErrorFor({ [name]: value })).toContain(name);
     });
