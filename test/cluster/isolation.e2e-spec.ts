@@ -135,6 +135,35 @@ async function submitter(hub: TestHub, userName: string): Promise<Record<string,
   return bearer(await hub.login(userName, password));
 }
 
+/** The one execution of a job, in detail. */
+async function executionOfJob(
+  hub: TestHub,
+  jobId: string,
+  as = bearer(hub.adminToken),
+): Promise<Execution & { id: string; taskStates: { main: { finishedAt?: string } } }> {
+  const list = await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions?filter[jobId][EQ]=${jobId}`, headers: as });
+  const id = list.json<{ data: { id: string }[] }>().data[0].id;
+  return (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${id}`, headers: as })).json();
+}
+
+/** A task's log as text. */
+async function logOf(hub: TestHub, executionId: string, name = 'stdout'): Promise<string> {
+  const response = await hub.inject({
+    method: 'GET',
+    url: `/api/v2/cluster/executions/${executionId}/tasks/main/logs/${name}`,
+    headers: bearer(hub.adminToken),
+  });
+  return response.json<{ msg: string }>().msg;
+}
+
+/** The processes still mentioning `text` once they have had 3 s to end (none, when all is well). */
+const leftAfterEnd = (text: string) =>
+  poll(
+    () => processesWith(text),
+    (found) => found.length === 0,
+    3000,
+  );
+
 /** Host pids of the live processes whose command line or environment mentions `text`, with their real uid. */
 function processesWith(text: string, where: 'cmdline' | 'environ' = 'cmdline'): { pid: number; uid: number }[] {
   const found: { pid: number; uid: number }[] = [];
@@ -188,16 +217,10 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
     expect([response.statusCode, response.body]).toEqual([201, response.body]);
     return response.json<{ id: string }>().id;
   };
-  const execution = async (jobId: string, as = admin()): Promise<Execution & { id: string }> => {
-    const list = await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions?filter[jobId][EQ]=${jobId}`, headers: as });
-    const id = list.json<{ data: { id: string }[] }>().data[0].id;
-    return (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${id}`, headers: as })).json<Execution & { id: string }>();
-  };
+  const execution = (jobId: string) => executionOfJob(hub, jobId);
   const until = (jobId: string, done: (current: Execution) => boolean) => poll(() => execution(jobId), done, 15_000);
   const ended = (current: Execution) => ['completed', 'failed', 'lost'].includes(current.status);
-  const log = async (executionId: string, name = 'stdout') =>
-    (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${executionId}/tasks/main/logs/${name}`, headers: admin() })).json<{ msg: string }>()
-      .msg;
+  const log = (executionId: string) => logOf(hub, executionId);
 
   beforeAll(async () => {
     sharedDir = mkdtempSync(join(tmpdir(), 'hub-attacks-'));
@@ -287,13 +310,7 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
     const sleep = `sleep 97.${unique()}`;
     const done = await until(await submit(mallory, `setsid sh -c "exec ${sleep}" & (sh -c "${sleep} &" &); sleep 0.2; echo left`), ended);
     expect([done.status, await log(done.id)]).toEqual(['completed', 'left\n']);
-    expect(
-      await poll(
-        () => processesWith(sleep),
-        (found) => found.length === 0,
-        3000,
-      ),
-    ).toEqual([]);
+    expect(await leftAfterEnd(sleep)).toEqual([]);
   });
 
   it("shows a job none of the hub's processes, environment or files", async () => {
@@ -419,13 +436,7 @@ asRoot('execution profile limits', () => {
     const done = await run(await profileWith('FewProcesses', { maxProcesses: 4 }), `for i in 1 2 3 4 5 6 7 8; do ${sleep} & done; wait`);
     expect([done.status, lastEvent(done).details?.limit]).toEqual(['failed', 'maxProcesses']);
     expect(lastEvent(done).message).toBe("Ended for running past its execution profile's maxProcesses (4 processes)");
-    expect(
-      await poll(
-        () => processesWith(sleep),
-        (found) => found.length === 0,
-        3000,
-      ),
-    ).toEqual([]);
+    expect(await leftAfterEnd(sleep)).toEqual([]);
   });
 
   withCgroups('ends an execution that uses more than maxMemoryMiB', async () => {
@@ -451,16 +462,8 @@ asRoot('a hub restarted while its jobs run', () => {
           payload: { name: 'kept', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script] } },
         })
       ).json<{ id: string }>().id;
-    const executionOf = async (jobId: string) => {
-      const list = await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions?filter[jobId][EQ]=${jobId}`, headers: admin });
-      const id = list.json<{ data: { id: string }[] }>().data[0].id;
-      return (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${id}`, headers: admin })).json<
-        Execution & { id: string; taskStates: { main: { finishedAt?: string } } }
-      >();
-    };
-    const log = async (executionId: string) =>
-      (await hub.inject({ method: 'GET', url: `/api/v2/cluster/executions/${executionId}/tasks/main/logs/stdout`, headers: admin })).json<{ msg: string }>()
-        .msg;
+    const executionOf = (jobId: string) => executionOfJob(hub, jobId);
+    const log = (executionId: string) => logOf(hub, executionId);
     try {
       const sleep = `sleep 60.${unique()}`;
       const [short, long, endless] = [await submit('sleep 0.5; echo short'), await submit('sleep 2.5; echo long'), await submit(sleep)];
@@ -490,13 +493,7 @@ asRoot('a hub restarted while its jobs run', () => {
         'dead',
       );
       expect(Date.now() - stoppedAt).toBeLessThan(6000);
-      expect(
-        await poll(
-          () => processesWith(sleep),
-          (found) => found.length === 0,
-          3000,
-        ),
-      ).toEqual([]);
+      expect(await leftAfterEnd(sleep)).toEqual([]);
     } finally {
       await hub.close();
     }
