@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import { fetchListPage, whereInScopeOrOwned, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
@@ -169,9 +170,28 @@ export class ClusterRepository {
 
   // Jobs
 
-  /** A job and its first execution, pending, in one transaction. */
-  async insertJob(job: NewJob, execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string }): Promise<ClusterJob> {
+  /**
+   * A job and its first execution, pending, in one transaction; refused (429) when its owner
+   * already has `maxActive` jobs pending or running (0: no limit), counted under a lock on the
+   * owner so that concurrent submits cannot pass it together.
+   */
+  async insertJob(
+    job: NewJob,
+    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string },
+    maxActive: number,
+  ): Promise<ClusterJob> {
     return this.dataSource.transaction(async (manager) => {
+      if (maxActive > 0) {
+        await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('cluster_jobs:' || $1, 0))`, [job.ownerId]);
+        const [{ count }]: { count: number }[] = await manager.query(
+          `SELECT count(*)::int AS count FROM (SELECT 1 FROM cluster_jobs WHERE owner_id = $1 AND status <> 'dead' LIMIT $2) active`,
+          [job.ownerId, maxActive],
+        );
+        if (count >= maxActive)
+          throw new TooManyRequestsError(
+            `You have ${count} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
+          );
+      }
       const saved = await manager.save(manager.create(ClusterJob, { ...job, status: 'pending', submitTime: new Date(), finishedTime: null }));
       const taskState: TaskState = {
         status: 'pending',

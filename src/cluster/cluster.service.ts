@@ -5,10 +5,11 @@ import { InvalidInputError, NotFoundError, type FieldError } from '../common/err
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
-import { message, type MessageDto } from '../common/http/message.dto.js';
+import { ByteWindowReply } from '../common/http/byte-reply.js';
 import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import { invalidBody } from '../common/validation/validate-input.js';
+import { HubConfig } from '../common/config/hub-config.js';
 import { HUB_VERSION } from '../common/hub-version.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -19,12 +20,23 @@ import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
-import { LOG_NAMES } from './drivers/cluster-driver.js';
+import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits } from './drivers/cluster-driver.js';
+import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
 import type { JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
+
+/** A profile's limits on each execution: those of its `properties` that are positive integers. */
+function limitsOf(properties: Readonly<Record<string, unknown>>): ExecutionLimits {
+  const limits: Partial<Record<keyof ExecutionLimits, number>> = {};
+  for (const name of LIMIT_NAMES) {
+    const value = properties[name];
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) limits[name] = value;
+  }
+  return limits;
+}
 
 /** What other areas run on the cluster, once they have checked who may. */
 export interface Workload {
@@ -72,6 +84,8 @@ export class ClusterService {
     private readonly profiles: ExecutionProfilesService,
     private readonly bindings: ProfileBindingsService,
     private readonly access: AccessService,
+    private readonly identities: JobIdentities,
+    private readonly config: HubConfig,
   ) {}
 
   version(): VersionDto {
@@ -141,6 +155,8 @@ export class ClusterService {
     else if (!profile || !(await this.bindings.isBound(profileId, namespace.id)))
       errors.push({ path: '/executionProfileId', message: `No execution profile ${profileId} is bound to namespace '${namespace.name}'` });
     if (!namespace || !profile || errors.length > 0) throw invalidBody(errors);
+    // Going before other users' jobs is a permission of its own.
+    if ((input.priority ?? DEFAULT_PRIORITY) > DEFAULT_PRIORITY) await this.access.require(caller, '/ClusterJobs', 'Update', namespace);
     return this.run({
       name: input.name,
       type: 'batch',
@@ -159,6 +175,14 @@ export class ClusterService {
    */
   async run(workload: Workload): Promise<JobDto> {
     const { namespace, profile, owner, task } = workload;
+    // The profile's environment is the administrator's word (devices, threads): a job may add to it, never change it.
+    const overriding = task.envVars.flatMap(({ name }, index) =>
+      Object.hasOwn(profile.environment, name)
+        ? [{ path: `/task/envVars/${index}/name`, message: `${name} is set by execution profile '${profile.name}'; a job may not change it` }]
+        : [],
+    );
+    if (overriding.length > 0) throw invalidBody(overriding);
+    const identity = await this.identities.of(owner);
     const job = await this.cluster.insertJob(
       {
         name: workload.name,
@@ -174,6 +198,8 @@ export class ClusterService {
           envVars: task.envVars.map(({ name, value }) => ({ name, value })),
           environment: profile.environment,
           constraints: profile.constraints,
+          identity,
+          limits: limitsOf(profile.properties),
         },
         properties: {
           ...workload.properties,
@@ -185,6 +211,7 @@ export class ClusterService {
         },
       },
       { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+      this.config.maxActiveJobsPerUser,
     );
     this.scheduler.wake();
     return toJobResponse(job);
@@ -219,7 +246,7 @@ export class ClusterService {
   }
 
   /** A window of one of a task's logs (`stdout`, `stderr`), read without loading the rest of it. */
-  async readLog(_caller: Caller, id: string, taskName: string, logName: string, window: Record<string, unknown>): Promise<MessageDto> {
+  async readLog(_caller: Caller, id: string, taskName: string, logName: string, window: Record<string, unknown>): Promise<ByteWindowReply> {
     const range = parseByteWindow(window.origin, window.offset, window.limit);
     const execution = await this.cluster.findExecution(id);
     if (!execution) throw executionNotFound(id);
@@ -227,10 +254,10 @@ export class ClusterService {
     if (!(LOG_NAMES as readonly string[]).includes(logName)) throw new NotFoundError(`A task has the logs ${LOG_NAMES.join(' and ')}, not '${logName}'`);
     const logs = join(execution.executionDir, 'logs');
     try {
-      return message(await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`));
+      return await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`);
     } catch (error) {
       // Not started yet: nothing logged.
-      if (error instanceof NotFoundError || (error as NodeJS.ErrnoException).code === 'ENOENT') return message('');
+      if (error instanceof NotFoundError || (error as NodeJS.ErrnoException).code === 'ENOENT') return ByteWindowReply.text('');
       throw error;
     }
   }
@@ -242,7 +269,7 @@ export class ClusterService {
    * is read is checked on the opened descriptor, so that a task swapping directories for links
    * meanwhile cannot lead the read elsewhere.
    */
-  async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<MessageDto> {
+  async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<ByteWindowReply> {
     const range = parseByteWindow(undefined, query.offset, query.limit);
     if (Array.isArray(query.path)) throw InvalidInputError.at('path', 'path is given more than once');
     const path = typeof query.path === 'string' ? query.path : '';
@@ -277,7 +304,7 @@ export class ClusterService {
     }
     const inside = relative(rootReal, resolved);
     if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) throw InvalidInputError.at('path', 'path leads out of the working directory');
-    if (await isDirectory(resolved)) return message((await listDirectory(resolved, rootReal, what)).join('\n'));
-    return message(await readWindow(resolved, rootReal, range, what));
+    if (await isDirectory(resolved)) return ByteWindowReply.text((await listDirectory(resolved, rootReal, what)).join('\n'));
+    return readWindow(resolved, rootReal, range, what);
   }
 }

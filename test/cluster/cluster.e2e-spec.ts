@@ -88,12 +88,21 @@ function alive(pid: number): boolean {
 }
 
 /** The live processes whose command line mentions `text` (an execution id: its wrapper names its exit-code file). */
+/**
+ * A `sleep` no other process on the machine runs: a task's pids are its PID namespace's, so the
+ * spec finds its processes by what they run.
+ */
+function uniqueSleep(): string {
+  return `sleep 300.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+}
+
 function processesMentioning(text: string): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) && alive(Number(entry))) pids.push(Number(entry));
+      // Arguments are NUL-separated: read as one line, `sleep 300.1` matches the sleep itself too.
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(text) && alive(Number(entry))) pids.push(Number(entry));
     } catch {
       // Ended meanwhile.
     }
@@ -405,16 +414,33 @@ describe('the cluster on the local driver', () => {
       expect(await c.log(notFound.id, 'stderr')).toContain('no-such-command-here');
     });
 
-    it("gives a job its profile's environment, its envVars over it, and its ids, but none of the hub's own settings", async () => {
+    it("gives a job its profile's environment (which its envVars may not change), its envVars, and its ids, but none of the hub's own settings", async () => {
       const profile = await c.created<{ _id: string }>(PROFILES, { name: 'WithEnv', environment: { SHARED: 'from-profile', ONLY_PROFILE: 'p' } });
       await c.created('/api/v2/execution-profiles/bindings', { executionProfileId: profile._id, namespaceId: defaultNamespaceId });
+      const overriding = await c.call('POST', `${API}/jobs`, {
+        name: 'env-overriding',
+        namespace: 'default',
+        executionProfileId: profile._id,
+        task: {
+          command: 'env',
+          envVars: [
+            { name: 'ONLY_JOB', value: 'j' },
+            { name: 'SHARED', value: 'from-job' },
+          ],
+        },
+      });
+      expect([overriding.statusCode, problemPaths(overriding), overriding.json<{ detail: string }>().detail]).toEqual([
+        400,
+        ['/task/envVars/1/name'],
+        "Invalid request body: SHARED is set by execution profile 'WithEnv'; a job may not change it",
+      ]);
+      expect((await c.jobs('filter[name][ST]=env-overriding')).total).toBe(0);
       const job = await c.submit({
         name: 'env',
         executionProfileId: profile._id,
         task: {
           command: 'env',
           envVars: [
-            { name: 'SHARED', value: 'from-job' },
             { name: 'ONLY_JOB', value: 'j' },
             { name: 'TWICE', value: 'first' },
             { name: 'TWICE', value: 'second' },
@@ -432,7 +458,7 @@ describe('the cluster on the local driver', () => {
           .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
       );
       expect(env).toMatchObject({
-        SHARED: 'from-job',
+        SHARED: 'from-profile',
         ONLY_PROFILE: 'p',
         ONLY_JOB: 'j',
         TWICE: 'second',
@@ -449,14 +475,16 @@ describe('the cluster on the local driver', () => {
     });
 
     it('stops a running job: dead, its execution failed with a Killed event, and its processes gone', async () => {
-      const job = await c.submit({ name: 'long', executionProfileId: standardId, task: shell('echo $$ > pid; sleep 300') });
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'long', executionProfileId: standardId, task: shell(sleep) });
       const running = await c.until(job.id, 'running');
       expect((await c.job(job.id)).status).toBe('running');
       expect((await c.jobs('filter[name][ST]=long')).data[0].taskSummary).toMatchObject({ running: 1, queued: 0 });
-      const pidFile = join(c.workDir(running.id), 'pid');
-      await poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', Boolean, 'the pid file');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
-      expect(alive(pid)).toBe(true);
+      await poll(
+        () => processesMentioning(sleep).length,
+        (count) => count > 0,
+        'the task to start',
+      );
       expect(processesMentioning(running.id).length).toBeGreaterThan(0);
       const started = Date.now();
       const stopped = await c.stop(job.id);
@@ -467,7 +495,7 @@ describe('the cluster on the local driver', () => {
       expect(execution.taskStates.main).toMatchObject({ status: 'dead', failed: true, finishedAt: expect.any(String) });
       expect(execution.taskStates.main.events.at(-1)).toMatchObject({ type: 'Killed', message: 'Stopped by admin' });
       await poll(
-        () => alive(pid) || processesMentioning(running.id).length > 0,
+        () => processesMentioning(sleep).length > 0 || processesMentioning(running.id).length > 0,
         (any) => !any,
         'the stopped processes to end',
         3000,
@@ -478,14 +506,17 @@ describe('the cluster on the local driver', () => {
     });
 
     it('kills on stop also what ignores SIGTERM', async () => {
-      const job = await c.submit({ name: 'stubborn', executionProfileId: standardId, task: shell("trap '' TERM; echo $$ > pid; sleep 300 & wait; sleep 300") });
-      const running = await c.until(job.id, 'running');
-      const pidFile = join(c.workDir(running.id), 'pid');
-      await poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', Boolean, 'the pid file');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'stubborn', executionProfileId: standardId, task: shell(`trap '' TERM; ${sleep} & wait; sleep 300`) });
+      await c.until(job.id, 'running');
+      await poll(
+        () => processesMentioning(sleep).length,
+        (count) => count > 1,
+        'the stubborn shell and its sleep',
+      );
       await c.stop(job.id);
       await poll(
-        () => alive(pid),
+        () => processesMentioning(sleep).length > 0,
         (any) => !any,
         'the stubborn shell to end',
         7000,
@@ -534,7 +565,8 @@ describe('the cluster on the local driver', () => {
           () => alive(wrapper),
           (any) => !any,
           'the process of the stopped job to end',
-          2000,
+          // Stopped before its task could catch SIGTERM, it ends only at the grace period's SIGKILL.
+          7000,
         ).catch(() => undefined);
         expect({ wrapperAlive: alive(wrapper), processes: processesMentioning(execution.id) }).toEqual({ wrapperAlive: false, processes: [] });
       } finally {
@@ -546,22 +578,22 @@ describe('the cluster on the local driver', () => {
     });
 
     it('leaves no process of a job running once the job is dead (what its task started in the background ends with it)', async () => {
-      const job = await c.submit({ name: 'daemon', executionProfileId: standardId, task: shell('sleep 300 & echo $! > bgpid; echo started') });
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'daemon', executionProfileId: standardId, task: shell(`${sleep} & echo started`) });
       const execution = await c.until(job.id, 'completed', 'failed');
       expect([execution.status, (await c.job(job.id)).status]).toEqual(['completed', 'dead']);
-      const background = Number(readFileSync(join(c.workDir(execution.id), 'bgpid'), 'utf8'));
       try {
         await poll(
-          () => alive(background),
+          () => processesMentioning(sleep).length > 0,
           (any) => !any,
           'the background process to end',
           2000,
         ).catch(() => undefined);
         // Stopping the dead job does not help either.
         await c.stop(job.id);
-        expect(alive(background)).toBe(false);
+        expect(processesMentioning(sleep)).toEqual([]);
       } finally {
-        if (alive(background)) process.kill(background, 'SIGKILL');
+        killAllUnder(sleep);
       }
     });
 
@@ -757,6 +789,32 @@ describe('the cluster on the local driver', () => {
       expect(await c.log(executionId, 'stdout', 'origin=end&offset=99999999')).toBe('');
       expect(await c.log(executionId, 'stdout', 'origin=end&limit=16777216')).toBe(text);
       expect(await c.log(executionId, 'stderr')).toBe('');
+    });
+
+    it('answers the exact bytes of a window as application/octet-stream when Accept asks for them', async () => {
+      const job = await c.submit({ name: 'bytes', executionProfileId: standardId, task: shell("printf 'a\\377\\376b' | tee data.bin") });
+      const done = await c.until(job.id, 'completed');
+      const expected = Buffer.from([0x61, 0xff, 0xfe, 0x62]);
+      for (const url of [`${API}/executions/${done.id}/tasks/main/logs/stdout`, `${API}/executions/${done.id}/files?path=data.bin`]) {
+        const raw = await hub.inject({ method: 'GET', url, headers: { ...admin, accept: 'application/octet-stream' } });
+        expect([raw.statusCode, raw.headers['content-type'], raw.rawPayload]).toEqual([200, 'application/octet-stream', expected]);
+        const window = await hub.inject({
+          method: 'GET',
+          url: `${url}${url.includes('?') ? '&' : '?'}offset=1&limit=2`,
+          headers: { ...admin, accept: 'application/octet-stream, application/json;q=0.5' },
+        });
+        expect(window.rawPayload).toEqual(expected.subarray(1, 3));
+        // Otherwise JSON, invalid UTF-8 replaced.
+        const json = await hub.inject({ method: 'GET', url, headers: { ...admin, accept: 'application/json, application/octet-stream;q=0.1' } });
+        expect([json.statusCode, json.json()]).toEqual([200, { msg: 'a\uFFFD\uFFFDb' }]);
+      }
+      // A problem stays a problem.
+      const missing = await hub.inject({
+        method: 'GET',
+        url: `${API}/executions/${done.id}/files?path=none`,
+        headers: { ...admin, accept: 'application/octet-stream' },
+      });
+      expect([missing.statusCode, missing.headers['content-type']]).toEqual([404, 'application/problem+json; charset=utf-8']);
     });
 
     it('answers 404 for an unknown task, log or execution, and 400 for a bad window', async () => {
@@ -1072,7 +1130,8 @@ describe('the cluster with one slot', () => {
 
   beforeAll(async () => {
     sharedDir = enterableTempDir('hub-cluster-slot-');
-    hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
+    // No quota: one spec keeps more than 100 jobs waiting.
+    hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '0' } });
     c = clientOf(hub, bearer(hub.adminToken), sharedDir);
     standardId = (await c.ok<{ data: { _id: string }[] }>('GET', `${PROFILES}?filter[name][EQ]=Standard`)).data[0]._id;
   }, 30_000);

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -212,8 +212,10 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     const node = await call<{ resources: { cpu: number } }>(`cluster/nodes/${nodes.data[0].id}`);
     expect(node.resources.cpu).toBeGreaterThanOrEqual(2); // Both jobs run at once.
     const profiles = await call<{ data: { _id: string }[] }>('execution-profiles/execprofiles?filter[name][EQ]=Standard');
+    // A sleep no other process runs: a task's own pids are its PID namespace's, so its host pid is found by what it runs.
+    const sleepOf = (seconds: number) => `sleep ${seconds}.${process.pid}`;
     const submit = async (name: string, seconds: number) => {
-      const task = { command: 'sh', args: ['-c', `echo $$ > pid; exec sleep ${seconds}`] };
+      const task = { command: 'sh', args: ['-c', `exec ${sleepOf(seconds)}`] };
       return (await call<{ id: string }>('cluster/jobs', { name, namespace: 'default', executionProfileId: profiles.data[0]._id, task })).id;
     };
     const jobs = { short: await submit('short', 2), long: await submit('long', 100) };
@@ -229,16 +231,24 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
         'the long job to run',
       ),
     };
-    const pidOf = (execution: Execution) => {
-      const file = join(dataDir, 'work', 'executions', execution.id, 'work', 'pid');
-      return until(
-        () => (existsSync(file) ? Number(readFileSync(file, 'utf8')) : 0),
+    const pidOf = (execution: Execution, seconds: number) =>
+      until(
+        () =>
+          readdirSync('/proc')
+            .filter((entry) => /^\d+$/.test(entry))
+            .map(Number)
+            .find((pid) => {
+              try {
+                return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === `sleep\0${sleepOf(seconds).slice('sleep '.length)}\0`;
+              } catch {
+                return false;
+              }
+            }) ?? 0,
         (pid) => pid > 0,
         `the pid of ${execution.id}`,
       );
-    };
-    const pids = { short: await pidOf(running.short), long: await pidOf(running.long) };
-    // Its process group: the driver's wrapper and the task.
+    const pids = { short: await pidOf(running.short, 2), long: await pidOf(running.long, 100) };
+    // Its process group: the driver's launch and the task.
     const longGroup = Number(readFileSync(`/proc/${pids.long}/stat`, 'utf8').split(') ')[1].split(' ')[2]);
 
     hub.process.kill('SIGKILL');

@@ -49,6 +49,8 @@ const DEFAULTS: HubConfig = {
   localNodeLabels: [],
   localSlots: undefined,
   jobRetentionDays: 7,
+  jobUidBase: 200000,
+  maxActiveJobsPerUser: 100,
   logLevel: 'info',
 };
 
@@ -76,6 +78,8 @@ const ALL_SETTINGS = [
   'HUB_LOCAL_NODE_LABELS',
   'HUB_LOCAL_SLOTS',
   'HUB_JOB_RETENTION_DAYS',
+  'HUB_JOB_UID_BASE',
+  'HUB_MAX_ACTIVE_JOBS_PER_USER',
   'HUB_LOG_LEVEL',
 ];
 
@@ -144,6 +148,8 @@ describe('loadHubConfig', () => {
         HUB_LOCAL_NODE_LABELS: 'gpu',
         HUB_LOCAL_SLOTS: '4',
         HUB_JOB_RETENTION_DAYS: '14',
+        HUB_JOB_UID_BASE: '500000',
+        HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -169,6 +175,8 @@ describe('loadHubConfig', () => {
         localNodeLabels: ['gpu'],
         localSlots: 4,
         jobRetentionDays: 14,
+        jobUidBase: 500000,
+        maxActiveJobsPerUser: 0,
         logLevel: 'debug',
       });
     });
@@ -222,6 +230,10 @@ describe('loadHubConfig', () => {
       ['HUB_TRUSTED_PROXIES', '10.0.0.1,'],
       ['HUB_TRUSTED_PROXIES', '::1/129'],
       ['HUB_LOGIN_MAX_FAILURES_PER_ADDRESS', '-1'],
+      // Below 1000: the uids of system accounts.
+      ['HUB_JOB_UID_BASE', '999'],
+      ['HUB_MAX_ACTIVE_JOBS_PER_USER', '-1'],
+      ['HUB_MAX_ACTIVE_JOBS_PER_USER', 'many'],
     ])('refuses %s=%s', (name, value) => {
       expect(configurationErrorFor({ [name]: value })).toContain(name);
     });
