@@ -10,6 +10,7 @@ import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import { invalidBody } from '../common/validation/validate-input.js';
 import { HUB_VERSION } from '../common/hub-version.js';
+import { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { ProfileBindingsService } from '../execution-profiles/profile-bindings.service.js';
@@ -72,6 +73,7 @@ export class ClusterService {
     private readonly profiles: ExecutionProfilesService,
     private readonly bindings: ProfileBindingsService,
     private readonly access: AccessService,
+    private readonly metrics: ClusterMetrics,
   ) {}
 
   version(): VersionDto {
@@ -185,7 +187,10 @@ export class ClusterService {
         },
       },
       { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+      this.scheduler.queueNotice(),
     );
+    this.metrics.submitted();
+    // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.wake();
     return toJobResponse(job);
   }
