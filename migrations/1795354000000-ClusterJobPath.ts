@@ -22,9 +22,12 @@ export class ClusterJobPath1795354000000 implements MigrationInterface {
     // The CPUs taken on a node, and what a hub follows: only unfinished executions, however many have finished.
     await queryRunner.query(`CREATE INDEX "job_executions_active_node_idx" ON "job_executions" ("node_id") WHERE "status" IN ('pending', 'running')`);
     await queryRunner.query(`CREATE INDEX "job_executions_active_hub_idx" ON "job_executions" ("hub") WHERE "status" IN ('pending', 'running')`);
+    // A user's active jobs, counted at each submission (HUB_MAX_ACTIVE_JOBS_PER_USER) without reading the finished ones.
+    await queryRunner.query(`CREATE INDEX "cluster_jobs_active_owner_idx" ON "cluster_jobs" ("owner_id") WHERE "status" <> 'dead'`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP INDEX "cluster_jobs_active_owner_idx"`);
     await queryRunner.query(`DROP INDEX "job_executions_active_hub_idx"`);
     await queryRunner.query(`DROP INDEX "job_executions_active_node_idx"`);
     await queryRunner.query(`DROP INDEX "job_executions_pending_idx"`);

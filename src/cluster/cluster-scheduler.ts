@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
@@ -19,6 +18,7 @@ import {
   type Placement,
   type StartedExecution,
 } from './cluster.repository.js';
+import { removeExecutionDir } from './drivers/execution-dir.js';
 import { HubPresence } from './hub-presence.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
@@ -181,7 +181,11 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const before = new Date(Date.now() - this.config.jobRetentionDays * 24 * 3600 * 1000);
     const dead = await this.cluster.deadBefore(before, PRUNE_BATCH);
     if (dead.length === 0) return;
-    for (const job of dead) for (const dir of job.executionDirs) await rm(dir, { recursive: true, force: true });
+    for (const job of dead)
+      for (const dir of job.executionDirs) {
+        const failure = await removeExecutionDir(dir);
+        if (failure) this.logger.warn({ err: failure, dir }, 'Could not delete all of a pruned execution’s directory');
+      }
     await this.cluster.deleteJobs(dead.map((job) => job.id));
     this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
   }
@@ -304,12 +308,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const taskState = structuredClone(execution.taskState);
     let driverRef: string;
     try {
+      if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
       driverRef = await this.driver.start({
         executionId: execution.id,
         nodeName,
         command: task.command,
         args: task.args,
         env,
+        identity: task.identity,
+        limits: task.limits ?? {},
         executionDir: execution.executionDir,
         cpu: execution.reservedCpu,
         memory: execution.reservedMemory,
@@ -447,6 +454,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   private eventOf(outcome: Exclude<Outcome, { state: 'running' | 'queued' }>): TaskEvent {
     if (outcome.state === 'lost') return taskEvent('Lost', outcome.message);
+    if ('limit' in outcome && outcome.limit) return taskEvent('LimitExceeded', outcome.message, { limit: outcome.limit, exitCode: String(outcome.exitCode) });
     return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
   }
 

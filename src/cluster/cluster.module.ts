@@ -1,10 +1,8 @@
 import { Module, type Provider } from '@nestjs/common';
 import { availableParallelism } from 'node:os';
-import type { Logger } from 'pino';
 import { HubConfig } from '../common/config/hub-config.js';
-import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
-import { systemAccount, type SystemAccount } from '../common/system-account.js';
+import { AuthModule } from '../auth/auth.module.js';
 import { DatabaseModule } from '../common/database/database.module.js';
 import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -16,38 +14,27 @@ import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
+import { ExecutionCgroups } from './drivers/cgroups.js';
+import { hubRunsAsRoot } from './drivers/host-tools.js';
 import { LocalDriver } from './drivers/local-driver.js';
+import { JobIdentities, NOT_ROOT } from './job-identities.js';
 import { SlurmDriver } from './drivers/slurm-driver.js';
 import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution } from './entities/job-execution.entity.js';
 
-/** Tasks run as this account when the hub runs as root. */
-const JOBS_ACCOUNT = 'hub-jobs';
-
-/** The account local tasks run as; without one (the hub is not root), a warning of what that means. */
-function jobsAccount(logger: Logger): SystemAccount | undefined {
-  let account: SystemAccount | undefined;
-  try {
-    account = systemAccount(JOBS_ACCOUNT, () => logger.info(`Creating the system user "${JOBS_ACCOUNT}" to run local jobs as`));
-  } catch (error) {
-    throw new StartupError(
-      `The hub runs as root and runs jobs as the user "${JOBS_ACCOUNT}"; creating it failed (${(error as Error).message.trim()}). Create it.`,
-    );
-  }
-  if (!account)
-    logger.warn(
-      "The local driver runs jobs as the hub's own user, who can read the hub's secrets: give Create on /ClusterJobs only to trusted users, or run the hub as root so that jobs run as the unprivileged user hub-jobs",
-    );
-  return account;
-}
-
 const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
   inject: [HubConfig, HubLogger],
-  useFactory: (config: HubConfig, logger: HubLogger): ClusterDriver => {
-    if (config.clusterDriver === 'slurm') return new SlurmDriver();
-    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), account: jobsAccount(logger.for('cluster')) });
+  useFactory: (config: HubConfig, hubLogger: HubLogger): ClusterDriver => {
+    const logger = hubLogger.for('cluster');
+    const root = hubRunsAsRoot();
+    if (config.clusterDriver === 'slurm') return new SlurmDriver({ root });
+    if (!root) logger.warn(NOT_ROOT);
+    const cgroups = root ? ExecutionCgroups.detect() : undefined;
+    if (root && !cgroups)
+      logger.warn("No control groups can be made here: the execution profiles' maxProcesses and maxMemoryMiB are not enforced (maxRunSeconds is)");
+    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), root, cgroups });
   },
 };
 
@@ -57,9 +44,9 @@ const DRIVER: Provider = {
  * jobs refer to them.
  */
 @Module({
-  imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), NamespacesModule, RbacModule, ExecutionProfilesModule],
+  imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, DRIVER],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, JobIdentities, DRIVER],
   exports: [ClusterService],
 })
 export class ClusterModule {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { ClusterSnapshot } from '../common/metrics/cluster-metrics.js';
 import { fetchListPage, whereInScopeOrOwned, type ListPage } from '../common/query/list-page.js';
@@ -220,10 +221,16 @@ export class ClusterRepository {
 
   // Jobs
 
-  /** A job and its first execution, pending, in one statement; `notice` is announced at its commit (hubs wake to place it). */
+  /**
+   * A job and its first execution, pending, in one short transaction; `notice` is announced at its
+   * commit (hubs wake to place it). Refused (429) when its owner already has `maxActive` jobs
+   * pending or running (0: no limit), counted under a lock on the owner so that concurrent submits
+   * cannot pass it together.
+   */
   async insertJob(
     job: NewJob,
     execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string },
+    maxActive: number,
     notice: string,
   ): Promise<ClusterJob> {
     const jobId = randomUUID();
@@ -238,35 +245,50 @@ export class ClusterRepository {
       finishedAt: null,
       events: [taskEvent('Received', 'Task received by the hub')],
     };
-    await this.dataSource.query(
-      `WITH j AS (
-         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
-         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10) RETURNING id
-       ), e AS (
-         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
-         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
-       )
-       SELECT pg_notify('hub_changes', $17) FROM e`,
-      [
-        jobId,
-        job.name,
-        job.type,
-        job.priority,
-        job.namespaceId,
-        job.executionProfileId,
-        job.ownerId,
-        job.task,
-        job.properties,
-        submitTime,
-        executionId,
-        job.task.name,
-        taskState,
-        execution.reservedCpu,
-        execution.reservedMemory,
-        execution.executionDirOf(executionId),
-        notice,
-      ],
-    );
+    const insert = (manager: EntityManager) =>
+      manager.query(
+        `WITH j AS (
+           INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
+           VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10) RETURNING id
+         ), e AS (
+           INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+           SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+         )
+         SELECT pg_notify('hub_changes', $17) FROM e`,
+        [
+          jobId,
+          job.name,
+          job.type,
+          job.priority,
+          job.namespaceId,
+          job.executionProfileId,
+          job.ownerId,
+          job.task,
+          job.properties,
+          submitTime,
+          executionId,
+          job.task.name,
+          taskState,
+          execution.reservedCpu,
+          execution.reservedMemory,
+          execution.executionDirOf(executionId),
+          notice,
+        ],
+      );
+    if (maxActive <= 0) await insert(this.dataSource.manager);
+    else
+      await this.dataSource.transaction(async (manager) => {
+        await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('cluster_jobs:' || $1, 0))`, [job.ownerId]);
+        const [{ count }]: { count: number }[] = await manager.query(
+          `SELECT count(*)::int AS count FROM (SELECT 1 FROM cluster_jobs WHERE owner_id = $1 AND status <> 'dead' LIMIT $2) active`,
+          [job.ownerId, maxActive],
+        );
+        if (count >= maxActive)
+          throw new TooManyRequestsError(
+            `You have ${count} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
+          );
+        await insert(manager);
+      });
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 

@@ -9,6 +9,7 @@ import { message, type MessageDto } from '../common/http/message.dto.js';
 import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import { invalidBody } from '../common/validation/validate-input.js';
+import { HubConfig } from '../common/config/hub-config.js';
 import { HUB_VERSION } from '../common/hub-version.js';
 import { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
@@ -20,12 +21,23 @@ import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
-import { LOG_NAMES } from './drivers/cluster-driver.js';
+import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits } from './drivers/cluster-driver.js';
+import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
 import type { JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
+
+/** A profile's limits on each execution: those of its `properties` that are positive integers. */
+function limitsOf(properties: Readonly<Record<string, unknown>>): ExecutionLimits {
+  const limits: Partial<Record<keyof ExecutionLimits, number>> = {};
+  for (const name of LIMIT_NAMES) {
+    const value = properties[name];
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) limits[name] = value;
+  }
+  return limits;
+}
 
 /** What other areas run on the cluster, once they have checked who may. */
 export interface Workload {
@@ -73,6 +85,8 @@ export class ClusterService {
     private readonly profiles: ExecutionProfilesService,
     private readonly bindings: ProfileBindingsService,
     private readonly access: AccessService,
+    private readonly identities: JobIdentities,
+    private readonly config: HubConfig,
     private readonly metrics: ClusterMetrics,
   ) {}
 
@@ -143,6 +157,8 @@ export class ClusterService {
     else if (!profile || !(await this.bindings.isBound(profileId, namespace.id)))
       errors.push({ path: '/executionProfileId', message: `No execution profile ${profileId} is bound to namespace '${namespace.name}'` });
     if (!namespace || !profile || errors.length > 0) throw invalidBody(errors);
+    // Going before other users' jobs is a permission of its own.
+    if ((input.priority ?? DEFAULT_PRIORITY) > DEFAULT_PRIORITY) await this.access.require(caller, '/ClusterJobs', 'Update', namespace);
     return this.run({
       name: input.name,
       type: 'batch',
@@ -161,6 +177,14 @@ export class ClusterService {
    */
   async run(workload: Workload): Promise<JobDto> {
     const { namespace, profile, owner, task } = workload;
+    // The profile's environment is the administrator's word (devices, threads): a job may add to it, never change it.
+    const overriding = task.envVars.flatMap(({ name }, index) =>
+      Object.hasOwn(profile.environment, name)
+        ? [{ path: `/task/envVars/${index}/name`, message: `${name} is set by execution profile '${profile.name}'; a job may not change it` }]
+        : [],
+    );
+    if (overriding.length > 0) throw invalidBody(overriding);
+    const identity = await this.identities.of(owner);
     const job = await this.cluster.insertJob(
       {
         name: workload.name,
@@ -176,6 +200,8 @@ export class ClusterService {
           envVars: task.envVars.map(({ name, value }) => ({ name, value })),
           environment: profile.environment,
           constraints: profile.constraints,
+          identity,
+          limits: limitsOf(profile.properties),
         },
         properties: {
           ...workload.properties,
@@ -187,6 +213,7 @@ export class ClusterService {
         },
       },
       { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+      this.config.maxActiveJobsPerUser,
       this.scheduler.queueNotice(),
     );
     this.metrics.submitted();

@@ -88,6 +88,14 @@ function alive(pid: number): boolean {
 }
 
 /** The live processes whose command line mentions `text` (an execution id: its wrapper names its exit-code file). */
+/**
+ * A `sleep` no other process on the machine runs: a task's pids are its PID namespace's, so the
+ * spec finds its processes by what they run.
+ */
+function uniqueSleep(): string {
+  return `sleep 300.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+}
+
 function processesMentioning(text: string): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -398,16 +406,33 @@ describe('the cluster on the local driver', () => {
       expect(await c.log(notFound.id, 'stderr')).toContain('no-such-command-here');
     });
 
-    it("gives a job its profile's environment, its envVars over it, and its ids, but none of the hub's own settings", async () => {
+    it("gives a job its profile's environment (which its envVars may not change), its envVars, and its ids, but none of the hub's own settings", async () => {
       const profile = await c.created<{ _id: string }>(PROFILES, { name: 'WithEnv', environment: { SHARED: 'from-profile', ONLY_PROFILE: 'p' } });
       await c.created('/api/v2/execution-profiles/bindings', { executionProfileId: profile._id, namespaceId: defaultNamespaceId });
+      const overriding = await c.call('POST', `${API}/jobs`, {
+        name: 'env-overriding',
+        namespace: 'default',
+        executionProfileId: profile._id,
+        task: {
+          command: 'env',
+          envVars: [
+            { name: 'ONLY_JOB', value: 'j' },
+            { name: 'SHARED', value: 'from-job' },
+          ],
+        },
+      });
+      expect([overriding.statusCode, problemPaths(overriding), overriding.json<{ detail: string }>().detail]).toEqual([
+        400,
+        ['/task/envVars/1/name'],
+        "Invalid request body: SHARED is set by execution profile 'WithEnv'; a job may not change it",
+      ]);
+      expect((await c.jobs('filter[name][ST]=env-overriding')).total).toBe(0);
       const job = await c.submit({
         name: 'env',
         executionProfileId: profile._id,
         task: {
           command: 'env',
           envVars: [
-            { name: 'SHARED', value: 'from-job' },
             { name: 'ONLY_JOB', value: 'j' },
             { name: 'TWICE', value: 'first' },
             { name: 'TWICE', value: 'second' },
@@ -425,7 +450,7 @@ describe('the cluster on the local driver', () => {
           .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
       );
       expect(env).toMatchObject({
-        SHARED: 'from-job',
+        SHARED: 'from-profile',
         ONLY_PROFILE: 'p',
         ONLY_JOB: 'j',
         TWICE: 'second',
@@ -442,14 +467,16 @@ describe('the cluster on the local driver', () => {
     });
 
     it('stops a running job: dead, its execution failed with a Killed event, and its processes gone', async () => {
-      const job = await c.submit({ name: 'long', executionProfileId: standardId, task: shell('echo $$ > pid; sleep 300') });
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'long', executionProfileId: standardId, task: shell(sleep) });
       const running = await c.until(job.id, 'running');
       expect((await c.job(job.id)).status).toBe('running');
       expect((await c.jobs('filter[name][ST]=long')).data[0].taskSummary).toMatchObject({ running: 1, queued: 0 });
-      const pidFile = join(c.workDir(running.id), 'pid');
-      await poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', Boolean, 'the pid file');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
-      expect(alive(pid)).toBe(true);
+      await poll(
+        () => processesMentioning(sleep).length,
+        (count) => count > 0,
+        'the task to start',
+      );
       expect(processesMentioning(running.id).length).toBeGreaterThan(0);
       const started = Date.now();
       const stopped = await c.stop(job.id);
@@ -460,7 +487,7 @@ describe('the cluster on the local driver', () => {
       expect(execution.taskStates.main).toMatchObject({ status: 'dead', failed: true, finishedAt: expect.any(String) });
       expect(execution.taskStates.main.events.at(-1)).toMatchObject({ type: 'Killed', message: 'Stopped by admin' });
       await poll(
-        () => alive(pid) || processesMentioning(running.id).length > 0,
+        () => processesMentioning(sleep).length > 0 || processesMentioning(running.id).length > 0,
         (any) => !any,
         'the stopped processes to end',
         3000,
@@ -471,14 +498,17 @@ describe('the cluster on the local driver', () => {
     });
 
     it('kills on stop also what ignores SIGTERM', async () => {
-      const job = await c.submit({ name: 'stubborn', executionProfileId: standardId, task: shell("trap '' TERM; echo $$ > pid; sleep 300 & wait; sleep 300") });
-      const running = await c.until(job.id, 'running');
-      const pidFile = join(c.workDir(running.id), 'pid');
-      await poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', Boolean, 'the pid file');
-      const pid = Number(readFileSync(pidFile, 'utf8'));
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'stubborn', executionProfileId: standardId, task: shell(`trap '' TERM; ${sleep} & wait; sleep 300`) });
+      await c.until(job.id, 'running');
+      await poll(
+        () => processesMentioning(sleep).length,
+        (count) => count > 1,
+        'the stubborn shell and its sleep',
+      );
       await c.stop(job.id);
       await poll(
-        () => alive(pid),
+        () => processesMentioning(sleep).length > 0,
         (any) => !any,
         'the stubborn shell to end',
         7000,
@@ -527,7 +557,8 @@ describe('the cluster on the local driver', () => {
           () => alive(wrapper),
           (any) => !any,
           'the process of the stopped job to end',
-          2000,
+          // Stopped before its task could catch SIGTERM, it ends only at the grace period's SIGKILL.
+          7000,
         ).catch(() => undefined);
         expect({ wrapperAlive: alive(wrapper), processes: processesMentioning(execution.id) }).toEqual({ wrapperAlive: false, processes: [] });
       } finally {
@@ -539,22 +570,22 @@ describe('the cluster on the local driver', () => {
     });
 
     it('leaves no process of a job running once the job is dead (what its task started in the background ends with it)', async () => {
-      const job = await c.submit({ name: 'daemon', executionProfileId: standardId, task: shell('sleep 300 & echo $! > bgpid; echo started') });
+      const sleep = uniqueSleep();
+      const job = await c.submit({ name: 'daemon', executionProfileId: standardId, task: shell(`${sleep} & echo started`) });
       const execution = await c.until(job.id, 'completed', 'failed');
       expect([execution.status, (await c.job(job.id)).status]).toEqual(['completed', 'dead']);
-      const background = Number(readFileSync(join(c.workDir(execution.id), 'bgpid'), 'utf8'));
       try {
         await poll(
-          () => alive(background),
+          () => processesMentioning(sleep).length > 0,
           (any) => !any,
           'the background process to end',
           2000,
         ).catch(() => undefined);
         // Stopping the dead job does not help either.
         await c.stop(job.id);
-        expect(alive(background)).toBe(false);
+        expect(processesMentioning(sleep)).toEqual([]);
       } finally {
-        if (alive(background)) process.kill(background, 'SIGKILL');
+        killAllUnder(sleep);
       }
     });
 
@@ -1065,7 +1096,8 @@ describe('the cluster with one slot', () => {
 
   beforeAll(async () => {
     sharedDir = mkdtempSync(join(tmpdir(), 'hub-cluster-slot-'));
-    hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
+    // No quota: one spec keeps more than 100 jobs waiting.
+    hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '0' } });
     c = clientOf(hub, bearer(hub.adminToken), sharedDir);
     standardId = (await c.ok<{ data: { _id: string }[] }>('GET', `${PROFILES}?filter[name][EQ]=Standard`)).data[0]._id;
   }, 30_000);

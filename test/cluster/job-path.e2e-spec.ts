@@ -129,7 +129,7 @@ describe('the job path', () => {
     const record = join(dir('hub-path-record-'), 'started');
     writeFileSync(record, '');
     chmodSync(record, 0o666);
-    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();
@@ -148,10 +148,16 @@ describe('the job path', () => {
     const record = join(dir('hub-path-record-'), 'started');
     writeFileSync(record, '');
     chmodSync(record, 0o666);
-    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: dir('hub-path-a-') } });
+    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-a-') } });
     const others = [
-      await startTestHub({ databaseUrl: first.databaseUrl, env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: dir('hub-path-b-') } }),
-      await startTestHub({ databaseUrl: first.databaseUrl, env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: dir('hub-path-c-') } }),
+      await startTestHub({
+        databaseUrl: first.databaseUrl,
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-b-') },
+      }),
+      await startTestHub({
+        databaseUrl: first.databaseUrl,
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-c-') },
+      }),
     ];
     const hubs = [first, ...others];
     try {
@@ -177,8 +183,11 @@ describe('the job path', () => {
 
   it('leaves what a hub started to a live hub sharing its node when it dies, which settles it once', async () => {
     const sharedDir = dir('hub-path-takeover-');
-    const primary = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
-    const dying = await startTestHub({ databaseUrl: primary.databaseUrl, env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const primary = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    const dying = await startTestHub({
+      databaseUrl: primary.databaseUrl,
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir },
+    });
     try {
       const c = clientOf(primary);
       const profileId = await c.profileId();
@@ -237,12 +246,12 @@ describe('the job path', () => {
 
   it('keeps nothing of finished jobs in memory: no start under way, no process handle, no listener per job', async () => {
     const sharedDir = dir('hub-path-memory-');
-    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();
       const scheduler = hub.app.get<ClusterScheduler, { starting: Set<unknown> }>(ClusterScheduler);
-      const driver = hub.app.get<unknown, { listeners: unknown[] }>(CLUSTER_DRIVER);
+      const driver = hub.app.get<unknown, { listeners: unknown[]; watched: Map<string, unknown> }>(CLUSTER_DRIVER);
       const handles = () => process.getActiveResourcesInfo().filter((kind) => kind === 'ProcessWrap').length;
       const listenersBefore = driver.listeners.length;
       const handlesBefore = handles();
@@ -254,6 +263,7 @@ describe('the job path', () => {
         'the starts to be forgotten',
       );
       expect(driver.listeners.length).toBe(listenersBefore);
+      expect(driver.watched.size).toBe(0);
       expect(handles()).toBeLessThanOrEqual(handlesBefore);
     } finally {
       await hub.close();

@@ -17,6 +17,27 @@ export interface DriverNode {
   readonly memory: number;
 }
 
+/**
+ * The unix identity an execution runs as (api-map §9, docs/security.md): the account of the hub
+ * user who submitted it, or a uid the hub allocated to that user. Never root, never the hub's own
+ * user, never shared by two hub users.
+ */
+export interface JobIdentity {
+  readonly uid: number;
+  readonly gid: number;
+  /** The account's name, when the uid is an account's (Slurm submits under it); absent for an allocated uid. */
+  readonly account?: string;
+}
+
+/** A profile's limits on one execution (its `properties`); absent: no limit. */
+export interface ExecutionLimits {
+  readonly maxProcesses?: number;
+  readonly maxMemoryMiB?: number;
+  readonly maxRunSeconds?: number;
+}
+
+export const LIMIT_NAMES = ['maxProcesses', 'maxMemoryMiB', 'maxRunSeconds'] as const satisfies readonly (keyof ExecutionLimits)[];
+
 /** Everything a driver needs to start one execution. */
 export interface Launch {
   readonly executionId: string;
@@ -24,6 +45,9 @@ export interface Launch {
   readonly command: string;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** Who it runs as; null: as the hub's own user (a local hub that is not root, where only administrators submit). */
+  readonly identity: JobIdentity | null;
+  readonly limits: ExecutionLimits;
   /** The execution's directory: `work/` is its working directory, `logs/<name>` its logs. */
   readonly executionDir: string;
   readonly cpu: number;
@@ -53,6 +77,8 @@ export type Outcome =
       readonly node?: string;
       /** When it ended, if the driver knows (it may have been while the hub was down). */
       readonly finishedAt?: string;
+      /** The limit it was ended for running past, if that is why it ended. */
+      readonly limit?: keyof ExecutionLimits;
     }
   | { readonly state: 'lost'; readonly message: string; readonly node?: string };
 

@@ -1,36 +1,80 @@
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, open, readFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { SystemAccount } from '../../common/system-account.js';
-import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import { StartupError } from '../../common/errors/startup-error.js';
+import type { ExecutionCgroups } from './cgroups.js';
+import { LIMIT_NAMES, type ClusterDriver, type DriverNode, type ExecutionLimits, type Launch, type Outcome, type Tracked } from './cluster-driver.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
+import { PRIVILEGED_ENV, succeeds, systemProgram } from './host-tools.js';
+import { environmentFile } from './environment-file.js';
 
 /**
- * Runs the task and, once it has ended, writes its exit code where the hub finds it, even across
- * a hub restart (`$0` is that file). A stop signals the whole process group: the wrapper only
- * notes the signal (a caught one, which the task does not inherit) and keeps waiting while the
- * task cleans up.
+ * The launch's first process, started by the hub (as root, when it is) with a fixed environment:
+ * it joins the execution's control groups, runs the rest of the launch, waits for it and writes
+ * its exit code where the hub finds it, even across a hub restart (`$0` is that file). It runs
+ * only programs named by absolute paths (`$MV`, `$RM` come from its fixed environment) and is
+ * never given anything of the job's but arguments it passes on unread. A stop signals the whole
+ * process group: it only notes the signal and keeps waiting.
  */
-const WRAPPER = [
+const MONITOR = [
   "trap ':' TERM INT",
+  'exit_file=$0 env_file=$1 cgroups=$2; shift 2',
+  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") & child=$!',
+  'wait "$child"; code=$?',
+  'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
+  '"$RM" -f "$env_file"',
+  'printf %s "$code" > "$exit_file.tmp" && "$MV" "$exit_file.tmp" "$exit_file"',
+  'exit "$code"',
+].join('\n');
+
+/**
+ * The task's side of the launch, already running as the job's user and, in its own PID
+ * namespace, as its PID 1: it takes the task's environment from its file (`$0`), runs the task
+ * and exits with its code. When it exits the kernel kills whatever else the task left in the
+ * namespace (`setsid`, double forks). It catches TERM (PID 1 receives no signal it does not
+ * catch) so that a stop reaches the task, which gets its grace period.
+ */
+const TASK_INIT = [
+  "trap ':' TERM INT",
+  'set -a; . "$0"; set +a',
+  'umask 077',
   '"$@" & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
-  'printf %s "$code" > "$0.tmp" && mv "$0.tmp" "$0"',
   'exit "$code"',
 ].join('\n');
+
 const STOP_GRACE_MS = 5000;
+/** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
+const ENVIRONMENT_FILE = 'environment';
+const LIMITS_FILE = 'limits.json';
+const ENDED_BY_FILE = 'ended-by';
 
 export interface LocalDriverOptions {
   readonly labels: readonly string[];
   /** How many CPUs' worth of executions run at once; the rest wait (pending). */
   readonly slots: number;
-  /**
-   * The unprivileged account tasks run as (the hub runs as root); undefined: as the hub's own
-   * user, which then shares everything the hub can read with every task.
-   */
-  readonly account: SystemAccount | undefined;
+  /** Whether the hub runs as root, and so runs each job as its user in its own namespaces. */
+  readonly root: boolean;
+  /** Control groups for the limits, where the machine allows. */
+  readonly cgroups: ExecutionCgroups | undefined;
+}
+
+/** The programs of the launch, by absolute path. */
+interface LaunchPrograms {
+  readonly sh: string;
+  readonly mv: string;
+  readonly rm: string;
+  readonly unshare?: string;
+  readonly setpriv?: string;
+}
+
+/** What the driver remembers of an execution with limits (read back from its directory after a restart). */
+interface Watched {
+  readonly limits: ExecutionLimits;
+  readonly startedAt: number;
+  readonly cgroups: boolean;
 }
 
 function operatingSystem(): string {
@@ -49,7 +93,13 @@ function exitFileOf(executionDir: string): string {
   return join(executionDir, EXIT_CODE_FILE);
 }
 
-/** Whether the process is alive and still the wrapper of this execution (a pid may be reused after a restart). */
+function required(name: string, why: string): string {
+  const path = systemProgram(name);
+  if (!path) throw new StartupError(`The local driver needs ${name} (${why}); install it (Debian: util-linux, coreutils, dash)`);
+  return path;
+}
+
+/** Whether the process is alive and still the launch of this execution (a pid may be reused after a restart). */
 async function runs(pid: number, exitFile: string): Promise<boolean> {
   try {
     process.kill(pid, 0);
@@ -64,18 +114,44 @@ async function runs(pid: number, exitFile: string): Promise<boolean> {
   }
 }
 
+const LOST: Outcome = { state: 'lost', message: 'The process ended without leaving an exit code (killed, or the host restarted)' };
+
+/** What a limit's event says. */
+function limitMessage(limit: keyof ExecutionLimits, limits: ExecutionLimits): string {
+  const unit = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s' }[limit];
+  return `Ended for running past its execution profile's ${limit} (${limits[limit]}${unit})`;
+}
+
 /**
- * The hub's own host as the one node. An execution is `/bin/sh` running the task in its own
- * process group (so that stopping it kills all it started), with stdout and stderr in files and
- * its exit code written to a file, so that a restarted hub learns how an execution ended while it
- * was down, or adopts one still running.
+ * The hub's own host as the one node. An execution is a launch the hub starts detached, in its
+ * own process group: a monitor that survives the hub and writes the task's exit code, and the
+ * task run as its user (when the hub is root) in its own PID namespace, with stdout and stderr in
+ * files. A restarted hub learns how an execution ended while it was down, or adopts one still
+ * running. Profile limits are kept by control groups (processes, memory) and by the hub (time).
  */
 export class LocalDriver implements ClusterDriver {
   readonly name = 'local';
   readonly queues = false;
   private readonly listeners: (() => void)[] = [];
+  private readonly programs: LaunchPrograms;
+  /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
+  private readonly userNamespaces: boolean;
+  private readonly watched = new Map<string, Watched | null>();
 
-  constructor(private readonly options: LocalDriverOptions) {}
+  constructor(private readonly options: LocalDriverOptions) {
+    const unshare = systemProgram('unshare');
+    this.programs = {
+      sh: required('sh', 'the launch'),
+      mv: required('mv', 'the launch'),
+      rm: required('rm', 'the launch'),
+      unshare: options.root ? required('unshare', 'a PID namespace per execution') : unshare,
+      setpriv: options.root ? required('setpriv', 'running each job as its user') : undefined,
+    };
+    this.userNamespaces =
+      !options.root &&
+      unshare !== undefined &&
+      succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
+  }
 
   nodes(): Promise<DriverNode[]> {
     return Promise.resolve([
@@ -97,29 +173,33 @@ export class LocalDriver implements ClusterDriver {
   }
 
   /**
-   * The execution's directory belongs to the hub and its logs are opened by the hub; only `work/`
-   * belongs to the task's account, so a task can neither rewrite its exit code nor swap its logs
-   * or its working directory for links. Executions' directories cannot be listed by tasks.
+   * The execution's directory belongs to the hub (traversable, not listable); `work/` and the
+   * environment file belong to the job's user alone, its logs to the hub alone (opened by the
+   * hub), so a task can neither rewrite its exit code nor swap its logs or its working directory
+   * for links, and no other job's user can read any of it.
    */
   async start(launch: Launch): Promise<string> {
     const workDir = join(launch.executionDir, 'work');
     const logs = join(launch.executionDir, 'logs');
-    await mkdir(workDir, { recursive: true, mode: 0o755 });
-    await mkdir(logs, { recursive: true, mode: 0o755 });
-    const account = this.options.account;
-    if (account) {
-      await chmod(dirname(launch.executionDir), 0o711);
-      await chown(workDir, account.uid, account.gid);
-      await chmod(workDir, 0o700);
+    const envFile = join(launch.executionDir, ENVIRONMENT_FILE);
+    await mkdir(workDir, { recursive: true, mode: 0o700 });
+    await mkdir(logs, { recursive: true, mode: 0o700 });
+    await chmod(dirname(launch.executionDir), 0o711);
+    await chmod(launch.executionDir, 0o711);
+    await writeFile(envFile, environmentFile(launch.env), { mode: 0o400 });
+    const identity = launch.identity;
+    if (identity) {
+      await chown(workDir, identity.uid, identity.gid);
+      await chown(envFile, identity.uid, identity.gid);
     }
-    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a', 0o644), open(join(logs, 'stderr'), 'a', 0o644)]);
-    const task = account
-      ? ['setpriv', `--reuid=${account.uid}`, `--regid=${account.gid}`, '--clear-groups', '--', launch.command, ...launch.args]
-      : [launch.command, ...launch.args];
+    const cgroups = await this.limit(launch);
+    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a', 0o600), open(join(logs, 'stderr'), 'a', 0o600)]);
+    // Relative to the working directory it starts in, so that the job's user need not be able to traverse the directories above.
+    const task = [this.programs.sh, '-c', TASK_INIT, join('..', ENVIRONMENT_FILE), launch.command, ...launch.args];
     try {
-      const child = spawn('/bin/sh', ['-c', WRAPPER, exitFileOf(launch.executionDir), ...task], {
+      const child = spawn(this.programs.sh, ['-c', MONITOR, exitFileOf(launch.executionDir), envFile, cgroups.join(' '), ...this.isolated(launch, task)], {
         cwd: workDir,
-        env: { ...launch.env },
+        env: { ...PRIVILEGED_ENV, MV: this.programs.mv, RM: this.programs.rm },
         detached: true,
         stdio: ['ignore', stdout.fd, stderr.fd],
       });
@@ -159,20 +239,89 @@ export class LocalDriver implements ClusterDriver {
     this.listeners.push(listener);
   }
 
-  private async outcomeOf(execution: Tracked): Promise<Outcome> {
-    const exitFile = exitFileOf(execution.executionDir);
-    if (await runs(Number(execution.driverRef), exitFile)) return { state: 'running' };
-    // Its background leftovers end with it, as when the hub saw it exit.
-    this.signal(Number(execution.driverRef), 'SIGKILL');
-    return (
-      (await outcomeFromExitCode(execution.executionDir)) ?? {
-        state: 'lost',
-        message: 'The process ended without leaving an exit code (killed, or the host restarted)',
-      }
-    );
+  /**
+   * The launch after the monitor: as root, a new PID namespace (its `unshare` stays root outside
+   * it) in which `setpriv` drops to the job's user, groups and no new privileges before anything
+   * of the job's is read; without root, the hub's own user, in a PID namespace of an
+   * unprivileged user namespace where the machine allows it.
+   */
+  private isolated(launch: Launch, task: readonly string[]): string[] {
+    const { unshare, setpriv } = this.programs;
+    const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child', '--'];
+    const identity = launch.identity;
+    if (identity && unshare && setpriv) {
+      const groups = identity.account ? '--init-groups' : '--clear-groups';
+      return [unshare, ...namespace, setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--', ...task];
+    }
+    if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, ...task];
+    return [...task];
   }
 
-  /** Signals the whole process group: the wrapper and everything the task started. */
+  /** Sets up what keeps an execution's limits: its control groups (whose `cgroup.procs` the launch joins), and what the hub checks. */
+  private async limit(launch: Launch): Promise<string[]> {
+    const limits = launch.limits;
+    if (LIMIT_NAMES.every((name) => limits[name] === undefined)) {
+      this.watched.set(launch.executionId, null);
+      return [];
+    }
+    const cgroups = this.options.cgroups ? await this.options.cgroups.create(launch.executionId, limits) : [];
+    const watched: Watched = { limits, startedAt: Date.now(), cgroups: cgroups.length > 0 };
+    await writeFile(join(launch.executionDir, LIMITS_FILE), JSON.stringify(watched), { mode: 0o600 });
+    this.watched.set(launch.executionId, watched);
+    return cgroups;
+  }
+
+  private async watchedOf(execution: Tracked): Promise<Watched | null> {
+    let watched = this.watched.get(execution.executionId);
+    if (watched === undefined) {
+      // Started before a restart: its limits are in its directory, if it has any.
+      watched = await readFile(join(execution.executionDir, LIMITS_FILE), 'utf8')
+        .then((text) => JSON.parse(text) as Watched)
+        .catch(() => null);
+      this.watched.set(execution.executionId, watched);
+    }
+    return watched;
+  }
+
+  /** The limit a running execution has gone past, if any. */
+  private async exceeded(execution: Tracked, watched: Watched): Promise<keyof ExecutionLimits | undefined> {
+    const { maxRunSeconds } = watched.limits;
+    if (maxRunSeconds !== undefined && Date.now() - watched.startedAt > maxRunSeconds * 1000) return 'maxRunSeconds';
+    return watched.cgroups ? this.options.cgroups?.exceeded(execution.executionId, watched.limits) : undefined;
+  }
+
+  private async outcomeOf(execution: Tracked): Promise<Outcome> {
+    const pid = Number(execution.driverRef);
+    const watched = await this.watchedOf(execution);
+    if (await runs(pid, exitFileOf(execution.executionDir))) {
+      const limit = watched && (await this.exceeded(execution, watched));
+      if (limit) {
+        // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile.
+        await writeFile(join(execution.executionDir, ENDED_BY_FILE), limit);
+        this.signal(pid, limit === 'maxRunSeconds' ? 'SIGTERM' : 'SIGKILL');
+        setTimeout(() => this.signal(pid, 'SIGKILL'), STOP_GRACE_MS).unref();
+      }
+      return { state: 'running' };
+    }
+    // Its background leftovers end with it, as when the hub saw it exit.
+    this.signal(pid, 'SIGKILL');
+    const ended = await outcomeFromExitCode(execution.executionDir);
+    // Nothing is kept of an execution that has ended.
+    this.watched.delete(execution.executionId);
+    if (!watched) return ended ?? LOST;
+    // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
+    const noted = await readFile(join(execution.executionDir, ENDED_BY_FILE), 'utf8').catch(() => '');
+    const limit = (LIMIT_NAMES as readonly string[]).includes(noted)
+      ? (noted as keyof ExecutionLimits)
+      : watched.cgroups
+        ? await this.options.cgroups?.exceeded(execution.executionId, watched.limits)
+        : undefined;
+    if (watched.cgroups) await this.options.cgroups?.remove(execution.executionId);
+    if (!ended) return LOST;
+    return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits), limit } : ended;
+  }
+
+  /** Signals the whole process group: the monitor and everything the task started (a PID namespace's PID 1 included). */
   private signal(pid: number, signal: NodeJS.Signals): void {
     try {
       process.kill(-pid, signal);

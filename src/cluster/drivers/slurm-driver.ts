@@ -1,8 +1,11 @@
-import { execFile } from 'node:child_process';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { StartupError } from '../../common/errors/startup-error.js';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
+import { environmentFile } from './environment-file.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type SlurmJobState } from './slurm-output.js';
 
@@ -18,17 +21,10 @@ const JOB_SCRIPT = [
   'env_file=$1; exit_file=$2; shift 2',
   'set -a; . "$env_file"; set +a',
   '"$@"; code=$?',
-  'printf %s "$code" > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"',
+  'printf %s "$code" > "$exit_file.tmp" && /bin/mv "$exit_file.tmp" "$exit_file"',
   'exit "$code"',
   '',
 ].join('\n');
-
-/** `NAME='value'` lines a shell reads back exactly. */
-function environmentFile(env: Readonly<Record<string, string>>): string {
-  return Object.entries(env)
-    .map(([name, value]) => `${name}='${value.replace(/'/g, `'\\''`)}'\n`)
-    .join('');
-}
 
 /** Slurm job states that have not ended: queued, or running. */
 const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'SUSPENDED', 'PREEMPTED', 'RESIZING']);
@@ -50,6 +46,21 @@ async function slurm(command: string, args: readonly string[]): Promise<string> 
   }
 }
 
+/** Slurm's own user (`SlurmUser`), which may submit jobs as others as root may; undefined when `scontrol` does not say. */
+function slurmUser(): string | undefined {
+  try {
+    const config = execFileSync('scontrol', ['show', 'config'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: COMMAND_TIMEOUT_MS });
+    return /^SlurmUser\s*=\s*([^(\s]+)/m.exec(config)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+export interface SlurmDriverOptions {
+  /** Whether the hub runs as root. */
+  readonly root: boolean;
+}
+
 /**
  * A Slurm cluster through its command-line tools (api-map §9): nodes from `sinfo --json`,
  * executions submitted with `sbatch` (constraints as `--constraint` features, nodes that do not
@@ -62,29 +73,54 @@ export class SlurmDriver implements ClusterDriver {
   readonly name = 'slurm';
   readonly queues = true;
 
+  /** Refuses to run a hub that cannot submit jobs under their users' accounts (`sbatch --uid` needs root or SlurmUser). */
+  constructor(options: SlurmDriverOptions) {
+    if (options.root) return;
+    const user = userInfo().username;
+    if (slurmUser() !== user)
+      throw new StartupError(
+        `The slurm driver submits each job under its user's account (sbatch --uid), which only root or Slurm's own user (SlurmUser) may do; the hub runs as '${user}'. Run it as root.`,
+      );
+  }
+
   async nodes(): Promise<DriverNode[]> {
     return parseNodes(await slurm('sinfo', ['--json']));
   }
 
+  /**
+   * Submits under the job's user's account, never as root: its execution's directory, working
+   * directory, logs and environment belong to that account alone (the batch script runs as it
+   * and writes its logs and exit code there).
+   */
   async start(launch: Launch): Promise<string> {
+    const identity = launch.identity;
+    if (!identity?.account || identity.uid === 0) throw new SlurmCommandError('A job runs on Slurm only under its user’s own account');
     const workDir = join(launch.executionDir, 'work');
     const logs = join(launch.executionDir, 'logs');
-    await mkdir(workDir, { recursive: true });
-    await mkdir(logs, { recursive: true });
+    await mkdir(workDir, { recursive: true, mode: 0o700 });
+    await mkdir(logs, { recursive: true, mode: 0o700 });
     const script = join(launch.executionDir, 'job.sh');
     const envFile = join(launch.executionDir, 'environment');
     await writeFile(script, JOB_SCRIPT);
     await chmod(script, 0o755);
     await writeFile(envFile, environmentFile(launch.env), { mode: 0o600 });
+    await chmod(launch.executionDir, 0o700);
+    for (const path of [launch.executionDir, workDir, logs, envFile]) await chown(path, identity.uid, identity.gid);
     const features = featureExpression(launch.constraints);
+    const { maxRunSeconds, maxMemoryMiB } = launch.limits;
+    const memory = Math.max(launch.memory, maxMemoryMiB ?? 0);
     const args = [
       '--parsable',
+      `--uid=${identity.uid}`,
+      `--gid=${identity.gid}`,
       `--job-name=hub-${launch.executionId}`,
       `--chdir=${workDir}`,
       `--output=${join(logs, 'stdout')}`,
       `--error=${join(logs, 'stderr')}`,
       `--cpus-per-task=${launch.cpu}`,
-      ...(launch.memory > 0 ? [`--mem=${launch.memory}`] : []),
+      ...(memory > 0 ? [`--mem=${memory}`] : []),
+      // Slurm counts time in minutes.
+      ...(maxRunSeconds !== undefined ? [`--time=${Math.ceil(maxRunSeconds / 60)}`] : []),
       ...(features ? [`--constraint=${features}`] : []),
       ...(launch.excludedNodes.length > 0 ? [`--exclude=${launch.excludedNodes.join(',')}`] : []),
       // The job starts from nothing but Slurm's own variables; its script reads the rest from the file.
@@ -131,7 +167,21 @@ export class SlurmDriver implements ClusterDriver {
     // Its exit code may not be visible on this host yet (a shared directory's caching): Slurm's word is enough.
     if (job.state === 'COMPLETED') return { state: 'completed', exitCode: 0, message: 'Exited with code 0' };
     // Killed before its script could write one: cancelled, or out of time.
-    const why = job.state === 'TIMEOUT' ? 'its time limit' : job.state === 'CANCELLED' ? 'cancelled' : job.state;
-    return { state: 'failed', exitCode: job.waitStatus >> 8 || 1, message: `Slurm job ${execution.driverRef} ended: ${why}` };
+    const exitCode = job.waitStatus >> 8 || 1;
+    if (job.state === 'TIMEOUT')
+      return {
+        state: 'failed',
+        exitCode,
+        message: `Slurm job ${execution.driverRef} ended for running past its execution profile's maxRunSeconds`,
+        limit: 'maxRunSeconds',
+      };
+    if (job.state === 'OUT_OF_MEMORY')
+      return {
+        state: 'failed',
+        exitCode,
+        message: `Slurm job ${execution.driverRef} ended for running past its execution profile's maxMemoryMiB`,
+        limit: 'maxMemoryMiB',
+      };
+    return { state: 'failed', exitCode, message: `Slurm job ${execution.driverRef} ended: ${job.state === 'CANCELLED' ? 'cancelled' : job.state}` };
   }
 }

@@ -1,4 +1,5 @@
 import type { NodeConstraint } from '../../execution-profiles/node-constraints.js';
+import type { ExecutionLimits, JobIdentity } from '../drivers/cluster-driver.js';
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
 
 export const JOB_STATUSES = ['pending', 'running', 'dead'] as const;
@@ -17,6 +18,13 @@ export interface TaskSpec {
   readonly envVars: readonly { readonly name: string; readonly value: string }[];
   readonly environment: Readonly<Record<string, string>>;
   readonly constraints: readonly NodeConstraint[];
+  /**
+   * Who it runs as, settled when it was submitted: null for the hub's own user (a local hub that is
+   * not root); absent on jobs submitted before jobs ran as their users, which never start.
+   */
+  readonly identity?: JobIdentity | null;
+  /** Its profile's limits on each execution, as they were when it was submitted. */
+  readonly limits?: ExecutionLimits;
 }
 
 /**
@@ -31,6 +39,7 @@ export interface TaskSpec {
 @Index('cluster_jobs_namespace_id_idx', ['namespaceId'])
 @Index('cluster_jobs_execution_profile_id_idx', ['executionProfileId'])
 @Index('cluster_jobs_finished_idx', { synchronize: false })
+@Index('cluster_jobs_active_owner_idx', { synchronize: false })
 export class ClusterJob {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

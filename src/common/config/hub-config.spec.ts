@@ -42,6 +42,8 @@ const DEFAULTS: HubConfig = {
   localNodeLabels: [],
   localSlots: undefined,
   jobRetentionDays: 7,
+  jobUidBase: 200000,
+  maxActiveJobsPerUser: 100,
   logLevel: 'info',
 };
 

@@ -45,6 +45,10 @@ export abstract class HubConfig {
   abstract readonly localSlots?: number;
   /** Days a finished job, its executions, logs and files are kept. */
   abstract readonly jobRetentionDays: number;
+  /** The first uid the local driver allocates to a hub user without an ordinary account for their jobs. */
+  abstract readonly jobUidBase: number;
+  /** Active (pending and running) jobs one user may have; 0: no limit. */
+  abstract readonly maxActiveJobsPerUser: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -217,6 +221,20 @@ class HubEnvironment {
   HUB_JOB_RETENTION_DAYS = 7;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1000)
+  @Max(2_000_000_000)
+  HUB_JOB_UID_BASE = 200_000;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  HUB_MAX_ACTIVE_JOBS_PER_USER = 100;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -267,6 +285,8 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     localNodeLabels: settings.HUB_LOCAL_NODE_LABELS?.split(',') ?? [],
     localSlots: settings.HUB_LOCAL_SLOTS,
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
+    jobUidBase: settings.HUB_JOB_UID_BASE,
+    maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }

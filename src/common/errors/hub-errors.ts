@@ -61,13 +61,13 @@ export class UnsupportedMediaTypeError extends HubError {
   readonly status = 415;
 }
 
-/** 429: too many attempts; `Retry-After` says when to try again. */
+/** 429: too many attempts, or a quota reached; `Retry-After` says when to try again, when that is known. */
 export class TooManyRequestsError extends HubError {
   readonly status = 429;
   override readonly headers: Readonly<Record<string, string>>;
-  constructor(message: string, retryAfterSeconds: number) {
+  constructor(message: string, retryAfterSeconds?: number) {
     super(message);
-    this.headers = { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) };
+    this.headers = retryAfterSeconds === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) };
   }
 }
 
