@@ -204,8 +204,8 @@ async function main(): Promise<void> {
       HUB_DATA_DIR: dataDir,
       HUB_LOCAL_SLOTS: String(SLOTS),
       HUB_LOG_LEVEL: 'warn',
-      // The queue of 10,000 is one user's.
-      HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
+      // The queue of 10,000 is one user's: the per-user limit raised, its count still made at each submission.
+      HUB_MAX_ACTIVE_JOBS_PER_USER: '100000',
     },
     '/health/ready',
   );

@@ -4,7 +4,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * The job path's own columns and indexes: an execution carries its job's priority (fixed at
  * submission) so that the next in line is read from one index however long the queue, and the
  * number of the hub that claimed it, which alone starts, follows and settles it. Hubs number
- * themselves from a sequence; one holding its number's advisory lock is alive.
+ * themselves from a sequence; one holding its number's advisory lock is alive. Each user's count
+ * of active jobs is kept rather than counted.
  */
 export class ClusterJobPath1795354000000 implements MigrationInterface {
   name = 'ClusterJobPath1795354000000';
@@ -22,12 +23,18 @@ export class ClusterJobPath1795354000000 implements MigrationInterface {
     // The CPUs taken on a node, and what a hub follows: only unfinished executions, however many have finished.
     await queryRunner.query(`CREATE INDEX "job_executions_active_node_idx" ON "job_executions" ("node_id") WHERE "status" IN ('pending', 'running')`);
     await queryRunner.query(`CREATE INDEX "job_executions_active_hub_idx" ON "job_executions" ("hub") WHERE "status" IN ('pending', 'running')`);
-    // A user's active jobs, counted at each submission (HUB_MAX_ACTIVE_JOBS_PER_USER) without reading the finished ones.
-    await queryRunner.query(`CREATE INDEX "cluster_jobs_active_owner_idx" ON "cluster_jobs" ("owner_id") WHERE "status" <> 'dead'`);
+    // Each user's active (pending or running) jobs, kept by the submission and the transition that ends a job, so
+    // that HUB_MAX_ACTIVE_JOBS_PER_USER is checked in the submission's own statement however many jobs wait.
+    await queryRunner.query(
+      `CREATE TABLE "cluster_active_jobs" ("owner_id" uuid NOT NULL, "active" integer NOT NULL, CONSTRAINT "cluster_active_jobs_pkey" PRIMARY KEY ("owner_id"), CONSTRAINT "cluster_active_jobs_owner_id_fkey" FOREIGN KEY ("owner_id") REFERENCES "users"("id") ON DELETE CASCADE)`,
+    );
+    await queryRunner.query(
+      `INSERT INTO "cluster_active_jobs" ("owner_id", "active") SELECT "owner_id", count(*) FROM "cluster_jobs" WHERE "status" <> 'dead' AND "owner_id" IS NOT NULL GROUP BY "owner_id"`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`DROP INDEX "cluster_jobs_active_owner_idx"`);
+    await queryRunner.query(`DROP TABLE "cluster_active_jobs"`);
     await queryRunner.query(`DROP INDEX "job_executions_active_hub_idx"`);
     await queryRunner.query(`DROP INDEX "job_executions_active_node_idx"`);
     await queryRunner.query(`DROP INDEX "job_executions_pending_idx"`);

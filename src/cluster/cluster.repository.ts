@@ -112,7 +112,8 @@ const EXECUTIONS_SQL = `
  * One execution's transition and its job's status, in one statement (so one short transaction):
  * the execution is written only if it is still as its writer saw it (`$7`, and this hub's when `$8`
  * is given); the job is dead once all its executions have ended (when the last one did), running
- * while one runs. Answers whether it was written.
+ * while one runs; a job that ends leaves its owner's count of active jobs. Answers whether it was
+ * written.
  */
 const TRANSITION_SQL = `
   WITH e AS (
@@ -128,7 +129,10 @@ const TRANSITION_SQL = `
   ), j AS (
     UPDATE cluster_jobs j SET status = s.status, finished_time = CASE WHEN s.status = 'dead' THEN coalesce(s.finished, now()) ELSE NULL END, modified = now()
     FROM s WHERE j.id = s.job_id AND j.status IS DISTINCT FROM s.status
-    RETURNING j.id
+    RETURNING j.owner_id, j.status
+  ), a AS (
+    UPDATE cluster_active_jobs a SET active = greatest(a.active - 1, 0) FROM j WHERE j.status = 'dead' AND a.owner_id = j.owner_id
+    RETURNING a.owner_id
   )
   SELECT count(*)::int AS written FROM e`;
 
@@ -222,10 +226,11 @@ export class ClusterRepository {
   // Jobs
 
   /**
-   * A job and its first execution, pending, in one short transaction; `notice` is announced at its
-   * commit (hubs wake to place it). Refused (429) when its owner already has `maxActive` jobs
-   * pending or running (0: no limit), counted under a lock on the owner so that concurrent submits
-   * cannot pass it together.
+   * A job and its first execution, pending, in one statement; `notice` is announced at its commit
+   * (hubs wake to place it). Refused (429) when its owner already has `maxActive` jobs pending or
+   * running (0: no limit): the owner's count of active jobs is taken under its row lock in the
+   * same statement, so concurrent submissions cannot pass it together, and costs the same however
+   * many jobs wait.
    */
   async insertJob(
     job: NewJob,
@@ -245,50 +250,44 @@ export class ClusterRepository {
       finishedAt: null,
       events: [taskEvent('Received', 'Task received by the hub')],
     };
-    const insert = (manager: EntityManager) =>
-      manager.query(
-        `WITH j AS (
-           INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
-           VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10) RETURNING id
-         ), e AS (
-           INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
-           SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
-         )
-         SELECT pg_notify('hub_changes', $17) FROM e`,
-        [
-          jobId,
-          job.name,
-          job.type,
-          job.priority,
-          job.namespaceId,
-          job.executionProfileId,
-          job.ownerId,
-          job.task,
-          job.properties,
-          submitTime,
-          executionId,
-          job.task.name,
-          taskState,
-          execution.reservedCpu,
-          execution.reservedMemory,
-          execution.executionDirOf(executionId),
-          notice,
-        ],
+    const inserted: unknown[] = await this.dataSource.query(
+      `WITH a AS (
+         INSERT INTO cluster_active_jobs AS a (owner_id, active) VALUES ($7, 1)
+         ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
+         RETURNING a.active
+       ), j AS (
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
+         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10 FROM a RETURNING id
+       ), e AS (
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+       )
+       SELECT pg_notify('hub_changes', $17) FROM e`,
+      [
+        jobId,
+        job.name,
+        job.type,
+        job.priority,
+        job.namespaceId,
+        job.executionProfileId,
+        job.ownerId,
+        job.task,
+        job.properties,
+        submitTime,
+        executionId,
+        job.task.name,
+        taskState,
+        execution.reservedCpu,
+        execution.reservedMemory,
+        execution.executionDirOf(executionId),
+        notice,
+        maxActive,
+      ],
+    );
+    if (inserted.length === 0)
+      throw new TooManyRequestsError(
+        `You have ${maxActive} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
       );
-    if (maxActive <= 0) await insert(this.dataSource.manager);
-    else
-      await this.dataSource.transaction(async (manager) => {
-        await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('cluster_jobs:' || $1, 0))`, [job.ownerId]);
-        const [{ count }]: { count: number }[] = await manager.query(
-          `SELECT count(*)::int AS count FROM (SELECT 1 FROM cluster_jobs WHERE owner_id = $1 AND status <> 'dead' LIMIT $2) active`,
-          [job.ownerId, maxActive],
-        );
-        if (count >= maxActive)
-          throw new TooManyRequestsError(
-            `You have ${count} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
-          );
-        await insert(manager);
-      });
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 

@@ -244,6 +244,37 @@ describe('the job path', () => {
     }
   }, 60_000);
 
+  it("keeps each user's count of active jobs exact: concurrent submissions past HUB_MAX_ACTIVE_JOBS_PER_USER get 429, ended jobs make room", async () => {
+    const sharedDir = dir('hub-path-quota-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_MAX_ACTIVE_JOBS_PER_USER: '3', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const gate = join(dir('hub-path-gate-'), 'go');
+      const body = (name: string) =>
+        JSON.stringify({
+          name,
+          namespace: 'default',
+          executionProfileId: profileId,
+          task: { command: 'sh', args: ['-c', `until [ -e ${gate} ]; do sleep 0.05; done`] },
+        });
+      const headers = { ...bearer(hub.adminToken), 'content-type': 'application/json' };
+      const replies = await Promise.all(
+        Array.from({ length: 10 }, (_, index) => hub.inject({ method: 'POST', url: `${API}/jobs`, headers, payload: body(`quota-${index}`) })),
+      );
+      expect(replies.map((reply) => reply.statusCode).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429, 429, 429]);
+      // Once they have ended, their places are given back.
+      writeFileSync(gate, '');
+      expect(await c.allDone()).toEqual({ completed: 3, failed: 0, lost: 0 });
+      const again = await Promise.all(
+        Array.from({ length: 4 }, (_, index) => hub.inject({ method: 'POST', url: `${API}/jobs`, headers, payload: body(`again-${index}`) })),
+      );
+      expect(again.map((reply) => reply.statusCode).sort()).toEqual([201, 201, 201, 429]);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
   it('keeps nothing of finished jobs in memory: no start under way, no process handle, no listener per job', async () => {
     const sharedDir = dir('hub-path-memory-');
     const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });

@@ -39,7 +39,6 @@ export interface TaskSpec {
 @Index('cluster_jobs_namespace_id_idx', ['namespaceId'])
 @Index('cluster_jobs_execution_profile_id_idx', ['executionProfileId'])
 @Index('cluster_jobs_finished_idx', { synchronize: false })
-@Index('cluster_jobs_active_owner_idx', { synchronize: false })
 export class ClusterJob {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
