@@ -86,7 +86,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.logger = logger.for('cluster');
     driver.onChange(() => this.wake(true));
     changes.subscribe(QUEUE_NOTICE, (change) => {
-      if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake(change === 'reset');
+      if (change === 'reset') this.wake(true);
+      if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
     });
     changes.subscribe(STOP_NOTICE, (change) => {
       if (change !== 'reset' && change.id) void this.stopFollowed(change.id);
@@ -130,14 +131,17 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     await this.presence?.release();
   }
 
-  /** Places what waits now (and first, with `follow`, settles what ended), or once more after the pass under way. */
+  /**
+   * Places what waits now, or with `follow` settles what ended (and places if that freed a CPU);
+   * once more after the pass under way when one is.
+   */
   wake(follow = false): void {
     if (this.stopped || !this.presence) return;
-    this.placeDue = true;
     if (follow) this.followDue = true;
+    else this.placeDue = true;
     this.running ??= this.pass().finally(() => {
       this.running = undefined;
-      if (this.placeDue) this.wake();
+      if (this.placeDue || this.followDue) this.wake(this.followDue);
     });
   }
 
@@ -152,6 +156,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.logger.error({ err: error }, 'Cluster upkeep failed; retrying at the next tick');
     }
     this.wake(true);
+    this.wake();
   }
 
   /** Kills what a job runs and ends its executions (failed, with an event), which makes it dead. */
@@ -192,14 +197,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** Settles what ended when asked to, then places until a round changes nothing. */
   private async pass(): Promise<void> {
-    while (this.placeDue && !this.stopped) {
+    while ((this.placeDue || this.followDue) && !this.stopped) {
+      const follow = this.followDue;
+      let place = this.placeDue;
+      this.followDue = false;
       this.placeDue = false;
       try {
-        if (this.followDue) {
-          this.followDue = false;
-          await this.follow();
-        }
-        while (!this.stopped && (await this.placeRound()));
+        if (follow && (await this.follow())) place = true;
+        while (place && !this.stopped && (await this.placeRound()));
       } catch (error) {
         this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next event or tick');
       }
@@ -340,8 +345,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
           exitCode: null,
           taskState,
         })
-      )
+      ) {
         this.metrics.ended('failed');
+        this.wake();
+      }
       return;
     }
     const startedAt = new Date();
@@ -357,13 +364,17 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     });
     // Stopped while it was being started: nothing will follow it, so it must not run on.
     if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
-    else if (status === 'running') this.metrics.started(nodeName, execution.created, startedAt);
+    else if (status === 'running') {
+      this.metrics.started(nodeName, execution.created, startedAt);
+      // A short task may have ended, and its end been looked for, before its start was recorded: look again.
+      this.wake(true);
+    }
   }
 
-  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed. */
-  private async follow(): Promise<void> {
+  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed; whether any ended. */
+  private async follow(): Promise<boolean> {
     const started = await this.cluster.started(this.hub);
-    if (started.length === 0) return;
+    if (started.length === 0) return false;
     let outcomes: Map<string, Outcome>;
     try {
       outcomes = await this.driver.outcomes(
@@ -373,12 +384,17 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.metrics.driverFailed('outcomes');
       throw error;
     }
-    for (const execution of started) await this.isolated(execution.id, () => this.settle(execution, outcomes.get(execution.id)));
+    let ended = false;
+    for (const execution of started)
+      await this.isolated(execution.id, async () => {
+        if (await this.settle(execution, outcomes.get(execution.id))) ended = true;
+      });
+    return ended;
   }
 
-  /** Records what became of one started execution, if this hub still follows it and it is as it was read. */
-  private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<void> {
-    if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return;
+  /** Records what became of one started execution, if this hub still follows it and it is as it was read; whether it ended. */
+  private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<boolean> {
+    if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return false;
     const taskState = structuredClone(execution.taskState);
     let nodeId = execution.nodeId;
     const now = new Date();
@@ -400,20 +416,19 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         const submitted = execution.taskState.events.find((event) => event.type === 'Received')?.time;
         this.metrics.started(outcome.node ?? '', submitted ? new Date(submitted) : now, now);
       }
-      return;
+      return false;
     }
     const exitCode = 'exitCode' in outcome ? outcome.exitCode : null;
     this.end(taskState, undefined, outcome.state, exitCode, this.eventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
-    if (
-      await this.cluster.transition(execution.id, execution.status, this.hub, {
-        status: outcome.state,
-        nodeId,
-        driverRef: execution.driverRef,
-        exitCode,
-        taskState,
-      })
-    )
-      this.metrics.ended(outcome.state);
+    const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
+      status: outcome.state,
+      nodeId,
+      driverRef: execution.driverRef,
+      exitCode,
+      taskState,
+    });
+    if (written) this.metrics.ended(outcome.state);
+    return written;
   }
 
   /** Kills, when this hub follows it, an execution another hub ended (a stop asked there). */
