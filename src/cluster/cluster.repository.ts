@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import type pg from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -140,6 +141,20 @@ const TRANSITION_SQL = `
 const NODE_LOCK_CLASS = 0x4855_4e44;
 /** The class of the advisory lock each live hub holds on its number for as long as it runs. */
 export const HUB_LOCK_CLASS = 0x4855_4231;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A value written into a statement's text: only ever a UUID. */
+function uuid(value: string): string {
+  if (!UUID.test(value)) throw new Error(`Not a UUID: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** A value written into a statement's text: only ever an integer. */
+function integer(value: number): number {
+  if (!Number.isSafeInteger(value)) throw new Error(`Not an integer: ${value}`);
+  return value;
+}
 
 export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
   return { type, time: new Date().toISOString(), displayMessage: message, details, message };
@@ -390,48 +405,61 @@ export class ClusterRepository {
     limit: number,
     decide: (pending: PendingExecution[], nodes: NodeRoom[]) => Placement,
   ): Promise<ClaimedExecution[]> {
-    return this.dataSource.transaction(async (manager) => {
-      if (exclusive)
-        await manager.query(`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n)) FROM (SELECT unnest($1::text[]) AS n ORDER BY 1) AS nodes`, [
-          nodeIds,
-        ]);
-      const nodes: NodeRoom[] = await manager.query(
+    // Two round trips on one connection, the values written into the text (each checked, or quoted
+    // by the driver) so that several statements go at once: every job takes this path.
+    const ids = (values: readonly string[]) => `ARRAY[${values.map((value) => `'${uuid(value)}'`).join(',')}]::uuid[]`;
+    const runner = this.dataSource.createQueryRunner();
+    const client = (await runner.connect()) as pg.PoolClient;
+    const batch = async (statements: string[]): Promise<pg.QueryResult[]> => {
+      const results = (await client.query(statements.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
+      return Array.isArray(results) ? results : [results];
+    };
+    try {
+      const read = await batch([
+        'BEGIN',
+        // Taken before what follows reads (each statement reads what was committed when it began).
+        ...(exclusive
+          ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
+          : []),
         `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running')), 0)::int AS used
-         FROM cluster_nodes n WHERE n.id = ANY($1) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
-        [nodeIds],
-      );
-      // With no CPU free anywhere, the executions in line are only read, for their events: no lock to write on each.
-      const room = !exclusive || nodes.some((node) => node.used < node.cpu);
-      const pending: PendingExecution[] = await manager.query(
+         FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
         `SELECT e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
                 e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent"
          FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
          WHERE e.status = 'pending' AND e.node_id IS NULL
          ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), e.priority DESC, e.created, e.id
-         LIMIT $1 ${room ? 'FOR UPDATE OF e SKIP LOCKED' : ''}`,
-        [limit],
-      );
-      if (pending.length === 0) return [];
-      const { claims, notes } = decide(pending, nodes);
-      if (notes.length > 0)
-        await manager.query(
-          `UPDATE job_executions e SET task_state = jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(n.event)), modified = now()
-           FROM unnest($1::uuid[], $2::jsonb[]) AS n(id, event) WHERE e.id = n.id AND e.status = 'pending' AND e.node_id IS NULL`,
-          [notes.map((note) => note.id), notes.map((note) => JSON.stringify(note.event))],
-        );
-      if (claims.length === 0) return [];
-      // An UPDATE's answer through TypeORM: its rows and how many there were.
-      const [claimed]: [ClaimedExecution[], number] = await manager.query(
-        `UPDATE job_executions e SET node_id = c.node_id, hub = $3, modified = now()
-         FROM unnest($1::uuid[], $2::uuid[]) AS c(id, node_id), cluster_jobs j
-         WHERE e.id = c.id AND j.id = e.job_id
-         RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
-                   e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created`,
-        [claims.map((claim) => claim.id), claims.map((claim) => claim.nodeId), hub],
-      );
-      return claimed;
-    });
+         LIMIT ${integer(limit)} FOR UPDATE OF e SKIP LOCKED`,
+      ]);
+      const nodes = read.at(-2)?.rows as NodeRoom[];
+      const pending = read.at(-1)?.rows as PendingExecution[];
+      const { claims, notes } = pending.length > 0 ? decide(pending, nodes) : { claims: [], notes: [] };
+      const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
+      const written = await batch([
+        ...(notes.length > 0
+          ? [
+              `UPDATE job_executions e SET task_state = jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(n.event)), modified = now()
+               FROM unnest(${ids(notes.map((note) => note.id))}, ${events}) AS n(id, event) WHERE e.id = n.id AND e.status = 'pending' AND e.node_id IS NULL`,
+            ]
+          : []),
+        ...(claims.length > 0
+          ? [
+              `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, modified = now()
+               FROM unnest(${ids(claims.map((claim) => claim.id))}, ${ids(claims.map((claim) => claim.nodeId))}) AS c(id, node_id), cluster_jobs j
+               WHERE e.id = c.id AND j.id = e.job_id
+               RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
+                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created`,
+            ]
+          : []),
+        'COMMIT',
+      ]);
+      return claims.length > 0 ? (written.at(-2)?.rows as ClaimedExecution[]) : [];
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
   }
 
   /** Unfinished executions per status and node, and the CPUs free on each schedulable node, for the metrics. */
