@@ -30,11 +30,27 @@ install -d -o root -g root -m 0755 /var/spool/slurmd
 chown munge:munge /etc/munge/munge.key
 chmod 0400 /etc/munge/munge.key
 
-# 3. slurm.conf. Everything on loopback; no cgroups needed (proctrack/linuxproc, task/none).
-# batch_sched_delay=0 starts a job within a second instead of ~3 s; SlurmdTimeout=10 marks a
-# lost node DOWN in about 30 s; finished jobs stay in squeue -t all for MinJobAge seconds.
+# 3. cgroup.conf and slurm.conf. Everything on loopback. Jobs are tracked by cgroups
+# (proctrack/cgroup): a job's processes end with it, setsid and double forks included, and
+# task/cgroup keeps a job to its --mem. batch_sched_delay=0 starts a job within a second instead
+# of ~3 s; SlurmdTimeout=10 marks a lost node DOWN in about 30 s; finished jobs stay in
+# squeue -t all for MinJobAge seconds.
 NEW=$(mktemp)
 trap 'rm -f "$NEW"' EXIT
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then CGROUP_PLUGIN=cgroup/v2; else CGROUP_PLUGIN=cgroup/v1; fi
+cat >"$NEW" <<CONF
+CgroupPlugin=$CGROUP_PLUGIN
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainCores=no
+ConstrainRAMSpace=yes
+ConstrainSwapSpace=yes
+ConstrainDevices=no
+CONF
+CGROUP_CHANGED=no
+if ! cmp -s "$NEW" /etc/slurm/cgroup.conf; then
+  install -m 0644 "$NEW" /etc/slurm/cgroup.conf
+  CGROUP_CHANGED=yes
+fi
 cat >"$NEW" <<CONF
 ClusterName=hub
 SlurmctldHost=${H}(127.0.0.1)
@@ -48,8 +64,8 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd-%n.pid
 SlurmctldLogFile=$LOGS/slurmctld.log
 SlurmdLogFile=$LOGS/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup
 JobAcctGatherType=jobacct_gather/linux
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -68,10 +84,29 @@ NodeName=${H}  NodeHostname=${H} NodeAddr=127.0.0.1 Port=6818 CPUs=2 RealMemory=
 NodeName=${H}2 NodeHostname=${H} NodeAddr=127.0.0.1 Port=6819 CPUs=2 RealMemory=2000 Features=linux,staging State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
-if ! cmp -s "$NEW" /etc/slurm/slurm.conf; then
+# stop NAME PIDFILE: end that process (SIGTERM, SIGKILL after 10 s), drop the pid file
+stop() {
+  if alive "$1" "$2"; then
+    local p
+    p=$(cat "$2")
+    kill "$p"
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$p" 2>/dev/null; then kill -9 "$p"; fi
+  fi
+  rm -f "$2"
+}
+if ! cmp -s "$NEW" /etc/slurm/slurm.conf || [ "$CGROUP_CHANGED" = yes ]; then
+  PLUGINS_BEFORE=$(grep -E '^(ProctrackType|TaskPlugin)=' /etc/slurm/slurm.conf 2>/dev/null || true)
   install -m 0644 "$NEW" /etc/slurm/slurm.conf
-  # A running controller rereads it; a change to the node list needs slurm-down.sh first.
-  if alive slurmctld /run/slurmctld.pid; then scontrol reconfigure; fi
+  PLUGINS_AFTER=$(grep -E '^(ProctrackType|TaskPlugin)=' /etc/slurm/slurm.conf)
+  if [ "$PLUGINS_BEFORE" != "$PLUGINS_AFTER" ] || [ "$CGROUP_CHANGED" = yes ]; then
+    # Plugins are loaded at start only: the daemons start again below (a change to the node
+    # list needs slurm-down.sh first).
+    for f in /run/slurmd-*.pid; do [ -e "$f" ] && stop slurmd "$f"; done
+    stop slurmctld /run/slurmctld.pid
+  elif alive slurmctld /run/slurmctld.pid; then
+    scontrol reconfigure
+  fi
 fi
 
 # 4. Daemons: each one daemonises itself and writes its pid file. Only missing ones start.

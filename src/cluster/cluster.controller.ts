@@ -2,6 +2,7 @@ import { Body, Controller, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ListScope, type NamespaceScope } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
+import type { ByteWindowReply } from '../common/http/byte-reply.js';
 import { MessageDto } from '../common/http/message.dto.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { Route } from '../common/http/route.decorator.js';
@@ -27,6 +28,7 @@ import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY, NODE_LIST_QUERY } from './list-qu
 const JOB = { resource: 'clusterJob', param: 'jobId' } as const;
 const EXECUTION = { resource: 'jobExecution', param: 'jobExecutionId' } as const;
 const OWN = 'Their owner (who submitted the job) may do this without the permission.';
+const RAW = 'With `Accept: application/octet-stream` the reply is the window’s exact bytes, as that media type.';
 const WINDOW = {
   origin: 'start (default) or end: where offset counts from',
   offset: 'Bytes from the origin (int64, default 0)',
@@ -179,7 +181,7 @@ export class ClusterController {
     method: 'GET',
     path: 'executions/:jobExecutionId/tasks/:taskName/logs/:logname',
     summary: "Read a window of a task's log",
-    description: `logname is stdout or stderr; the reply's msg is the window's text. Checked as its job. ${OWN}`,
+    description: `logname is stdout or stderr; the reply's msg is the window's text. ${RAW} Checked as its job. ${OWN}`,
     access: { object: '/ClusterJobs/{jobExecutionId}', action: 'Read', namespace: EXECUTION, self: { owner: true } },
     query: WINDOW,
     response: MessageDto,
@@ -190,7 +192,7 @@ export class ClusterController {
     @Param('taskName') taskName: string,
     @Param('logname') logName: string,
     @Query() window: Record<string, unknown>,
-  ): Promise<MessageDto> {
+  ): Promise<ByteWindowReply> {
     return this.cluster.readLog(caller, id, taskName, logName, window);
   }
 
@@ -198,7 +200,7 @@ export class ClusterController {
     method: 'GET',
     path: 'executions/:jobExecutionId/files',
     summary: "Read a window of a file in an execution's working directory, or list a directory",
-    description: `path is relative to the working directory (empty: the directory itself); .., absolute paths and links out of it are refused. Checked as its job. ${OWN}`,
+    description: `path is relative to the working directory (empty: the directory itself); .., absolute paths and links out of it are refused. ${RAW} Checked as its job. ${OWN}`,
     access: { object: '/ClusterJobs/{jobExecutionId}', action: 'Read', namespace: EXECUTION, self: { owner: true } },
     query: { path: 'A path relative to the working directory', offset: WINDOW.offset, limit: WINDOW.limit },
     response: MessageDto,
@@ -207,7 +209,7 @@ export class ClusterController {
     @CurrentCaller() caller: Caller,
     @Param('jobExecutionId', new ResourceId('Job execution')) id: string,
     @Query() query: Record<string, unknown>,
-  ): Promise<MessageDto> {
+  ): Promise<ByteWindowReply> {
     return this.cluster.readFile(caller, id, query);
   }
 }

@@ -5,7 +5,7 @@ import { InvalidInputError, NotFoundError, type FieldError } from '../common/err
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
-import { message, type MessageDto } from '../common/http/message.dto.js';
+import { ByteWindowReply } from '../common/http/byte-reply.js';
 import { parsePage, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import { invalidBody } from '../common/validation/validate-input.js';
@@ -251,7 +251,7 @@ export class ClusterService {
   }
 
   /** A window of one of a task's logs (`stdout`, `stderr`), read without loading the rest of it. */
-  async readLog(_caller: Caller, id: string, taskName: string, logName: string, window: Record<string, unknown>): Promise<MessageDto> {
+  async readLog(_caller: Caller, id: string, taskName: string, logName: string, window: Record<string, unknown>): Promise<ByteWindowReply> {
     const range = parseByteWindow(window.origin, window.offset, window.limit);
     const execution = await this.cluster.findExecution(id);
     if (!execution) throw executionNotFound(id);
@@ -259,10 +259,10 @@ export class ClusterService {
     if (!(LOG_NAMES as readonly string[]).includes(logName)) throw new NotFoundError(`A task has the logs ${LOG_NAMES.join(' and ')}, not '${logName}'`);
     const logs = join(execution.executionDir, 'logs');
     try {
-      return message(await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`));
+      return await readWindow(join(logs, logName), await realpath(logs), range, `log '${logName}'`);
     } catch (error) {
       // Not started yet: nothing logged.
-      if (error instanceof NotFoundError || (error as NodeJS.ErrnoException).code === 'ENOENT') return message('');
+      if (error instanceof NotFoundError || (error as NodeJS.ErrnoException).code === 'ENOENT') return ByteWindowReply.text('');
       throw error;
     }
   }
@@ -274,7 +274,7 @@ export class ClusterService {
    * is read is checked on the opened descriptor, so that a task swapping directories for links
    * meanwhile cannot lead the read elsewhere.
    */
-  async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<MessageDto> {
+  async readFile(_caller: Caller, id: string, query: Record<string, unknown>): Promise<ByteWindowReply> {
     const range = parseByteWindow(undefined, query.offset, query.limit);
     if (Array.isArray(query.path)) throw InvalidInputError.at('path', 'path is given more than once');
     const path = typeof query.path === 'string' ? query.path : '';
@@ -309,7 +309,7 @@ export class ClusterService {
     }
     const inside = relative(rootReal, resolved);
     if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) throw InvalidInputError.at('path', 'path leads out of the working directory');
-    if (await isDirectory(resolved)) return message((await listDirectory(resolved, rootReal, what)).join('\n'));
-    return message(await readWindow(resolved, rootReal, range, what));
+    if (await isDirectory(resolved)) return ByteWindowReply.text((await listDirectory(resolved, rootReal, what)).join('\n'));
+    return readWindow(resolved, rootReal, range, what);
   }
 }

@@ -101,7 +101,8 @@ function processesMentioning(text: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) && alive(Number(entry))) pids.push(Number(entry));
+      // Arguments are NUL-separated: read as one line, `sleep 300.1` matches the sleep itself too.
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(text) && alive(Number(entry))) pids.push(Number(entry));
     } catch {
       // Ended meanwhile.
     }
@@ -781,6 +782,32 @@ describe('the cluster on the local driver', () => {
       expect(await c.log(executionId, 'stdout', 'origin=end&offset=99999999')).toBe('');
       expect(await c.log(executionId, 'stdout', 'origin=end&limit=16777216')).toBe(text);
       expect(await c.log(executionId, 'stderr')).toBe('');
+    });
+
+    it('answers the exact bytes of a window as application/octet-stream when Accept asks for them', async () => {
+      const job = await c.submit({ name: 'bytes', executionProfileId: standardId, task: shell("printf 'a\\377\\376b' | tee data.bin") });
+      const done = await c.until(job.id, 'completed');
+      const expected = Buffer.from([0x61, 0xff, 0xfe, 0x62]);
+      for (const url of [`${API}/executions/${done.id}/tasks/main/logs/stdout`, `${API}/executions/${done.id}/files?path=data.bin`]) {
+        const raw = await hub.inject({ method: 'GET', url, headers: { ...admin, accept: 'application/octet-stream' } });
+        expect([raw.statusCode, raw.headers['content-type'], raw.rawPayload]).toEqual([200, 'application/octet-stream', expected]);
+        const window = await hub.inject({
+          method: 'GET',
+          url: `${url}${url.includes('?') ? '&' : '?'}offset=1&limit=2`,
+          headers: { ...admin, accept: 'application/octet-stream, application/json;q=0.5' },
+        });
+        expect(window.rawPayload).toEqual(expected.subarray(1, 3));
+        // Otherwise JSON, invalid UTF-8 replaced.
+        const json = await hub.inject({ method: 'GET', url, headers: { ...admin, accept: 'application/json, application/octet-stream;q=0.1' } });
+        expect([json.statusCode, json.json()]).toEqual([200, { msg: 'a\uFFFD\uFFFDb' }]);
+      }
+      // A problem stays a problem.
+      const missing = await hub.inject({
+        method: 'GET',
+        url: `${API}/executions/${done.id}/files?path=none`,
+        headers: { ...admin, accept: 'application/octet-stream' },
+      });
+      expect([missing.statusCode, missing.headers['content-type']]).toEqual([404, 'application/problem+json; charset=utf-8']);
     });
 
     it('answers 404 for an unknown task, log or execution, and 400 for a bad window', async () => {

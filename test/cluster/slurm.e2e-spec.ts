@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
@@ -12,6 +12,8 @@ import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
  */
 const withSlurm = process.env.HUB_TEST_SLURM === '1' ? describe : describe.skip;
 const POLL_MS = 200;
+/** The unix account the administrator's jobs run under (an ordinary one, made for the spec when missing). */
+const ACCOUNT = 'hub-slurm-ada';
 const WAIT_MS = 30_000;
 
 type Headers = Record<string, string>;
@@ -54,9 +56,24 @@ withSlurm('the slurm driver on a real Slurm cluster', () => {
     ((await call('GET', `cluster/executions/${executionId}/tasks/main/logs/${name}`)) as { msg: string }).msg;
 
   beforeAll(async () => {
+    try {
+      execFileSync('id', ['-u', ACCOUNT], { stdio: 'ignore' });
+    } catch {
+      execFileSync('useradd', ['--no-create-home', '--shell', '/bin/sh', ACCOUNT]);
+    }
     sharedDir = mkdtempSync(join(tmpdir(), 'hub-slurm-'));
+    // Jobs run as their users, who must be able to reach their directories under it.
+    chmodSync(sharedDir, 0o711);
     hub = await startTestHub({ env: { HUB_CLUSTER_DRIVER: 'slurm', HUB_SHARED_DIR: sharedDir } });
     admin = bearer(hub.adminToken);
+    const me = (await call('GET', 'auth/me')) as { _id: string };
+    const patched = await hub.inject({
+      method: 'PATCH',
+      url: `/api/v2/auth/users/${me._id}`,
+      headers: { ...admin, 'content-type': 'application/json-patch+json' },
+      payload: JSON.stringify([{ op: 'add', path: '/unixUserName', value: ACCOUNT }]),
+    });
+    expect(patched.statusCode).toBe(200);
     const standard = (await call('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard')) as { data: { _id: string }[] };
     profiles.Standard = standard.data[0]._id;
     const namespaces = (await call('GET', 'namespaces?filter[name][EQ]=default')) as { data: { _id: string }[] };
@@ -101,6 +118,44 @@ withSlurm('the slurm driver on a real Slurm cluster', () => {
     expect(await log(execution.id, 'stderr')).toBe('oops\n');
     expect(((await call('GET', `cluster/jobs/${jobId}`)) as { status: string }).status).toBe('dead');
   }, 40_000);
+
+  it("submits each job under its user's account, never as root, its directory theirs alone", async () => {
+    const execution = await until(await submit('who', 'Standard', 'sh', ['-c', 'id -un; stat -c "%a %U" ..']), ended);
+    expect(execution.status).toBe('completed');
+    expect(await log(execution.id, 'stdout')).toBe(`${ACCOUNT}\n700 ${ACCOUNT}\n`);
+  }, 40_000);
+
+  it("ends with a job what it left running, setsid included (Slurm's cgroup tracking, as scripts/slurm-up.sh configures it)", async () => {
+    const sleep = `sleep 97.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+    const execution = await until(await submit('setsid', 'Standard', 'sh', ['-c', `setsid sh -c "exec ${sleep}" & sleep 0.3; echo left`]), ended);
+    expect([execution.status, await log(execution.id, 'stdout')]).toEqual(['completed', 'left\n']);
+    const survivors = () =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(sleep));
+    const deadline = Date.now() + 5000;
+    while (survivors().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    expect(survivors()).toEqual([]);
+  }, 40_000);
+
+  it('refuses, naming unixUserName, a user with no account the cluster knows', async () => {
+    const user = (await call('POST', 'auth/users', { userName: 'no-account', password: 'a-no-account-password' })) as { _id: string };
+    const role = (await call('POST', 'rbac/roles', {
+      name: 'slurm-submit',
+      permissions: [
+        { object: '/ClusterJobs', actions: ['Create'], objectMatcher: 'simple', effect: 'Allow' },
+        { object: '/ExecutionProfiles/*', actions: ['Use'], objectMatcher: 'simple', effect: 'Allow' },
+      ],
+    })) as { id: string };
+    await call('POST', 'rbac/rolebindings', { role: role.id, principal: user._id, namespace: 'default' });
+    const response = await hub.inject({
+      method: 'POST',
+      url: '/api/v2/cluster/jobs',
+      headers: bearer(await hub.login('no-account', 'a-no-account-password')),
+      payload: { name: 'x', namespace: 'default', executionProfileId: profiles.Standard, task: { command: 'true' } },
+    });
+    expect([response.statusCode, response.json<{ errors: { path: string }[] }>().errors.map((error) => error.path)]).toEqual([400, ['unixUserName']]);
+  });
 
   it('reports a non-zero exit code as a failure naming it', async () => {
     const execution = await until(await submit('exit-3', 'Standard', 'sh', ['-c', 'exit 3']), ended);

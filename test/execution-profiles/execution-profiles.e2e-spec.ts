@@ -366,6 +366,9 @@ describe('execution profiles', () => {
       ['properties that are an array', { name: 'v-31', properties: [1, 2] }, ['/properties']],
       ['properties that are a string', { name: 'v-32', properties: 'x' }, ['/properties']],
       ['properties that are a number', { name: 'v-33', properties: 7 }, ['/properties']],
+      ['a maxProcesses that is not a positive integer', { name: 'v-36', properties: { maxProcesses: 0 } }, ['/properties']],
+      ['a maxMemoryMiB that is a string', { name: 'v-37', properties: { maxMemoryMiB: '512' } }, ['/properties']],
+      ['a maxRunSeconds that is a fraction', { name: 'v-38', properties: { maxRunSeconds: 1.5 } }, ['/properties']],
       ['an unknown property', { name: 'v-34', owner: 'me' }, ['/owner']],
     ])('refuses %s with 400 naming the field', async (_case, payload, paths) => {
       const response = await post(payload);

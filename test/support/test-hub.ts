@@ -22,6 +22,8 @@ export interface TestHub {
   readonly databaseUrl: string;
   inject(options: InjectOptions): Promise<InjectResponse>;
   login(username: string, password: string): Promise<string>;
+  /** Stops the hub as a crash would leave things (its database and directories stay) and starts another on them. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -68,7 +70,7 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
   };
   const url = shared ?? databaseUrl(serverUrl, database as string);
   let app: NestFastifyApplication;
-  try {
+  const start = async () => {
     const config = loadHubConfig({
       DATABASE_URL: url,
       HUB_DATA_DIR: dataDir,
@@ -81,7 +83,10 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
     });
     const destination = logs && { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
     const logger = createRootLogger(config.logLevel, destination);
-    app = await createHubApp(AppModule.register(config, logger), logger);
+    return createHubApp(AppModule.register(config, logger), logger);
+  };
+  try {
+    app = await start();
   } catch (error) {
     await cleanUp();
     throw error;
@@ -94,11 +99,17 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
   };
   const adminToken = await login(ADMIN_USER, ADMIN_PASSWORD);
   return {
-    app,
+    get app() {
+      return app;
+    },
     adminToken,
     databaseUrl: url,
     inject,
     login,
+    async restart() {
+      await app.close();
+      app = await start();
+    },
     async close() {
       await app.close();
       await cleanUp();

@@ -1,3 +1,4 @@
+import { PROFILE_LIMITS } from '../../execution-profiles/dto/execution-profile.dto.js';
 import type { NodeConstraint } from '../../execution-profiles/node-constraints.js';
 
 /** A node as a driver reports it. */
@@ -36,7 +37,7 @@ export interface ExecutionLimits {
   readonly maxRunSeconds?: number;
 }
 
-export const LIMIT_NAMES = ['maxProcesses', 'maxMemoryMiB', 'maxRunSeconds'] as const satisfies readonly (keyof ExecutionLimits)[];
+export const LIMIT_NAMES = PROFILE_LIMITS satisfies readonly (keyof ExecutionLimits)[];
 
 /** Everything a driver needs to start one execution. */
 export interface Launch {

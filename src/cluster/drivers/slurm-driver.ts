@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { StartupError } from '../../common/errors/startup-error.js';
 import type { ClusterDriver, DriverNode, Launch, Outcome, Tracked } from './cluster-driver.js';
@@ -104,6 +104,7 @@ export class SlurmDriver implements ClusterDriver {
     await writeFile(script, JOB_SCRIPT);
     await chmod(script, 0o755);
     await writeFile(envFile, environmentFile(launch.env), { mode: 0o600 });
+    await chmod(dirname(launch.executionDir), 0o711);
     await chmod(launch.executionDir, 0o700);
     for (const path of [launch.executionDir, workDir, logs, envFile]) await chown(path, identity.uid, identity.gid);
     const features = featureExpression(launch.constraints);

@@ -1,6 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
+import { acceptsBytes, ByteWindowReply, OCTET_STREAM } from './byte-reply.js';
 import { conditionMatches, entityTag, parseEntityTags, Versioned } from './entity-tag.js';
 
 function resourceId(body: unknown): string | undefined {
@@ -9,15 +10,28 @@ function resourceId(body: unknown): string | undefined {
   return typeof id === 'string' ? id : undefined;
 }
 
+/** A window of bytes as the request asked for it: raw, or `{msg}`; its budget share is given back once the reply has gone. */
+function byteWindow(window: ByteWindowReply, context: ExecutionContext): unknown {
+  const request = context.switchToHttp().getRequest<FastifyRequest>();
+  const reply = context.switchToHttp().getResponse<FastifyReply>();
+  reply.raw.once('finish', window.release);
+  reply.raw.once('close', window.release);
+  if (!acceptsBytes(request.headers.accept)) return window.asMessage();
+  void reply.header('content-type', OCTET_STREAM);
+  return window.bytes;
+}
+
 /**
  * Turns a {@link Versioned} result into its body with an `ETag` (and `Location` for a creation),
- * and answers a GET whose `If-None-Match` still holds with 304.
+ * and answers a GET whose `If-None-Match` still holds with 304; answers a {@link ByteWindowReply}
+ * as the request's `Accept` asks.
  */
 @Injectable()
 export class ReplyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
       map((value: unknown) => {
+        if (value instanceof ByteWindowReply) return byteWindow(value, context);
         if (!(value instanceof Versioned)) return value;
         const result = value as Versioned<unknown>;
         const request = context.switchToHttp().getRequest<FastifyRequest>();

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, registerDecorator, ValidateNested } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';
 import { IsStringMap } from '../../common/validation/is-string-map.js';
@@ -11,6 +11,29 @@ import { CONSTRAINT_ATTRIBUTE, CONSTRAINT_ATTRIBUTE_RULE, CONSTRAINT_OPERATORS, 
 /** Names of environment variables: a letter or "_", then letters, digits or "_". */
 export const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const MAX_CONSTRAINTS = 64;
+
+/** The `properties` that limit each execution a profile runs (api-map §9): positive integers when present. */
+export const PROFILE_LIMITS = ['maxProcesses', 'maxMemoryMiB', 'maxRunSeconds'] as const;
+
+/** `properties` whose limits, when present, are positive integers. */
+function HasValidLimits(): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'hasValidLimits',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: `properties ${PROFILE_LIMITS.join(', ')} must be positive integers` },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value !== 'object' ||
+          value === null ||
+          PROFILE_LIMITS.every((name) => {
+            const limit = (value as Record<string, unknown>)[name];
+            return limit === undefined || (typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0);
+          }),
+      },
+    });
+}
 
 /** One node constraint (api-map §4): a workload runs only on nodes meeting all of its profile's. */
 export class NodeConstraintDto {
@@ -72,10 +95,11 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
     type: 'object',
     additionalProperties: true,
     example: { intermediateFilesDir: '/scratch' },
-    description: 'Free-form settings, up to 64 KiB of JSON',
+    description: `Free-form settings, up to 64 KiB of JSON. ${PROFILE_LIMITS.join(', ')}, when present, limit each execution (positive integers; docs/security.md)`,
   })
   @IsOptional()
   @IsObject({ message: 'properties must be an object' })
+  @HasValidLimits()
   properties?: Record<string, unknown> | null;
 }
 
