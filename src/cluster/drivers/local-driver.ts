@@ -350,7 +350,8 @@ export class LocalDriver implements ClusterDriver {
         ? await this.options.cgroups?.exceeded(execution.executionId, watched.limits)
         : undefined;
     if (watched.cgroups) await this.options.cgroups?.remove(execution.executionId);
-    if (!ended) return LOST;
+    // Killed for a limit with its whole group, the monitor may have had no time to write an exit code: the limit is still why it ended.
+    if (!ended) return limit ? { state: 'failed', exitCode: 137, message: limitMessage(limit, watched.limits), limit } : LOST;
     return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits), limit } : ended;
   }
 
