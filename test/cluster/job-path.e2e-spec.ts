@@ -6,6 +6,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { ClusterScheduler } from '../../src/cluster/cluster-scheduler.js';
 import { CLUSTER_DRIVER } from '../../src/cluster/drivers/cluster-driver.js';
 import { freezeClock } from '../support/test-clock.js';
+import { poll } from '../support/poll.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
 /**
@@ -32,16 +33,6 @@ function openDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   chmodSync(dir, 0o777);
   return dir;
-}
-
-async function poll<T>(probe: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last seen: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Kills whatever still runs from a directory (the suite's own jobs). */
