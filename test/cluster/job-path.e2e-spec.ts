@@ -1,5 +1,5 @@
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { SchedulerRegistry } from '@nestjs/schedule';
@@ -209,7 +209,7 @@ describe('the job path', () => {
     }
   }, 60_000);
 
-  it('refills a freed CPU when its process ends, with no tick running (the clock stands still)', async () => {
+  it('refills a freed CPU when its process ends, with no tick running (the clock stands still), and counts it in /metrics', async () => {
     const sharedDir = dir('hub-path-refill-');
     const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
     try {
@@ -226,10 +226,23 @@ describe('the job path', () => {
         (execution) => execution.taskStates.main.events.some((event) => event.type === 'Queued'),
         'the second job to wait for a CPU',
       );
+      const metrics = async () => (await hub.inject({ method: 'GET', url: '/metrics', headers: bearer(hub.adminToken) })).body;
+      // The job path's own figures, as the database has them (gauges) and as this hub did (counters).
+      const busy = await metrics();
+      expect(busy).toMatch(new RegExp(`^hub_cluster_executions\\{status="running",node="${hostname()}"\\} 1$`, 'm'));
+      expect(busy).toMatch(/^hub_cluster_executions\{status="pending",node=""\} 1$/m);
+      expect(busy).toMatch(new RegExp(`^hub_cluster_free_slots\\{node="${hostname()}"\\} 0$`, 'm'));
       writeFileSync(join(c.workDir(sharedDir, running.id), 'go'), '');
       const done = await c.until(second.id, 'completed');
       expect(done.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Queued', 'Started', 'Terminated']);
       expect((await c.executionOf(first.id)).status).toBe('completed');
+      const idle = await metrics();
+      expect(idle).toMatch(/^hub_cluster_submissions_total 2$/m);
+      expect(idle).toMatch(new RegExp(`^hub_cluster_execution_starts_total\\{node="${hostname()}"\\} 2$`, 'm'));
+      expect(idle).toMatch(/^hub_cluster_execution_ends_total\{outcome="completed"\} 2$/m);
+      expect(idle).toMatch(/^hub_cluster_start_latency_seconds_count 2$/m);
+      expect(idle).toMatch(new RegExp(`^hub_cluster_free_slots\\{node="${hostname()}"\\} 1$`, 'm'));
+      expect(idle).not.toMatch(/^hub_cluster_executions\{/m);
     } finally {
       await hub.close();
     }
