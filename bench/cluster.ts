@@ -1,32 +1,137 @@
-// Benchmarks of the cluster on the local driver (`npm run bench:cluster`, after a build), on PostgreSQL:
-// - submit → process started, over 200 jobs submitted one after another (the hub's own
-//   submitTime and startedAt), p50/p99;
-// - 500 short jobs (`true`) through a 2-CPU node, submitted at once, until all are dead, against
-//   the same 500 commands in a shell loop: the ratio;
-// - reading a 1 MiB window at the end of a 1 GiB log through the hub: time, and the hub's
-//   resident memory before and after, against the same window of a 1 MiB log.
-// - with BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh running), the slurm driver: submit →
-//   running and submit → completed for 50 trivial jobs submitted at once.
-// Uses BENCH_DATABASE_URL (default: this machine's PostgreSQL), where it recreates hub_bench_cluster.
-import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+// The job path, measured from the client in one run (`npm run bench:cluster`), on the local driver
+// with 2 slots and the hub as it runs (as root: tasks as hub-jobs), against PostgreSQL:
+// - submit → process started: jobs `true` one after another (each once the previous completed),
+//   from sending the POST to the execution's taskStates.main.startedAt; the POST's own reply; and
+//   sending the POST → `completed` seen by polling;
+// - 500 short jobs (`true`) by 10 concurrent submitters, from the first POST to the last recorded
+//   completed, beside the same 500 processes spawned directly from Node two at a time;
+// - submissions while both slots are busy: 10 concurrent clients fill a queue of 10,000 jobs
+//   (accepted per second, 5xx); then with them pending, a submission's reply (against the empty
+//   hub's) and the next task's start after a slot is freed (from the freeing task's end);
+// - the queue then runs: the hub's RSS after 500 and after 5,000 of its jobs;
+// - every execution started once (one Started event each) and none lost (the database's word).
+// Prints one line of figures. BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh running) adds the
+// slurm driver's figures on a second line. Uses BENCH_DATABASE_URL (default: this machine's
+// PostgreSQL), where it recreates hub_bench_cluster.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rssMiB, startNode, stop } from './processes.js';
+import pg from 'pg';
+import { rssMiB, startNode, stop, type Started } from './processes.js';
 import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, percentile, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_cluster';
-const LATENCY_JOBS = 200;
-const THROUGHPUT_JOBS = 500;
-const WINDOW = 1024 * 1024;
-const READS = 20;
+const SLOTS = 2;
+const LATENCY_JOBS = Number(process.env.BENCH_LATENCY_JOBS ?? 100);
+const SHORT_JOBS = 500;
+const SUBMITTERS = 10;
+const QUEUE = Number(process.env.BENCH_QUEUE ?? 10_000);
+const MEMORY_JOBS = Number(process.env.BENCH_MEMORY_JOBS ?? 5_000);
+const REFILLS = 7;
 
-const round = (value: number) => Math.round(value * 1000) / 1000;
+const round = (value: number, places = 1) => Math.round(value * 10 ** places) / 10 ** places;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Wall-clock milliseconds with sub-millisecond precision, comparable with the hub's ISO times (one host). */
+const nowMs = () => performance.timeOrigin + performance.now();
 
 interface Job {
   id: string;
+}
+interface Execution {
+  id: string;
   status: string;
-  submitTime: string;
+  taskStates: { main: { startedAt?: string; finishedAt?: string } };
+}
+
+/** The hub's API as the benchmark's clients call it; counts 5xx replies. */
+function clientOf(hub: Started, token: string) {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  let serverErrors = 0;
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${hub.url}/api/v2/${path}`, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    if (response.status >= 500) serverErrors += 1;
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
+  };
+  let profileId = '';
+  const client = {
+    api,
+    serverErrors: () => serverErrors,
+    async init() {
+      profileId = (await api<{ data: { _id: string }[] }>('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard')).data[0]._id;
+    },
+    submit: (name: string, command: string, args: string[] = [], priority?: number) =>
+      api<Job>('POST', 'cluster/jobs', { name, namespace: 'default', executionProfileId: profileId, priority, task: { command, args } }),
+    executionOf: async (jobId: string) => (await api<{ data: { id: string }[] }>('GET', `cluster/executions?filter[jobId][EQ]=${jobId}`)).data[0].id,
+    execution: (id: string) => api<Execution>('GET', `cluster/executions/${id}`),
+    until: async (id: string, done: (execution: Execution) => boolean, everyMs = 2): Promise<Execution> => {
+      for (;;) {
+        const execution = await client.execution(id);
+        if (done(execution)) return execution;
+        await sleep(everyMs);
+      }
+    },
+    unfinished: async () => (await api<{ total: number }>('GET', 'cluster/jobs?filter[status][IN]=pending,running&page[limit]=1')).total,
+    completed: async () => (await api<{ total: number }>('GET', 'cluster/executions?filter[status][EQ]=completed&page[limit]=1')).total,
+  };
+  return client;
+}
+type Client = ReturnType<typeof clientOf>;
+
+/** `count` runs of `submit` by `clients` concurrent submitters; the replies' times, and the seconds from the first to the last reply. */
+async function submitConcurrently(
+  count: number,
+  clients: number,
+  submit: (index: number) => Promise<unknown>,
+): Promise<{ seconds: number; replies: number[] }> {
+  let next = 0;
+  const replies: number[] = [];
+  const began = nowMs();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < count) {
+        const index = next++;
+        const sent = nowMs();
+        await submit(index);
+        replies.push(nowMs() - sent);
+      }
+    }),
+  );
+  return { seconds: (nowMs() - began) / 1000, replies };
+}
+
+/** The same processes spawned directly from Node, `slots` at a time. */
+async function spawnDirectly(count: number, slots: number, command: string): Promise<number> {
+  let next = 0;
+  const began = nowMs();
+  await Promise.all(
+    Array.from({ length: slots }, async () => {
+      while (next++ < count) await once(spawn(command, [], { stdio: 'ignore' }), 'exit');
+    }),
+  );
+  return (nowMs() - began) / 1000;
+}
+
+const p = (values: number[], fraction: number) =>
+  round(
+    percentile(
+      [...values].sort((a, b) => a - b),
+      fraction,
+    ),
+  );
+
+/** A job that holds its slot until `open` drops a file in its working directory. */
+async function gate(c: Client, dataDir: string, name: string, priority?: number) {
+  const job = await c.submit(name, 'sh', ['-c', 'until [ -e go ]; do sleep 0.01; done'], priority);
+  const id = await c.executionOf(job.id);
+  return {
+    id,
+    running: () => c.until(id, (execution) => execution.status === 'running', 5),
+    open: () => writeFileSync(join(dataDir, 'work', 'executions', id, 'work', 'go'), ''),
+    ended: () => c.until(id, (execution) => execution.status === 'completed', 5),
+  };
 }
 
 const SLURM_JOBS = 50;
@@ -57,7 +162,12 @@ async function slurmFigures(): Promise<{
   const began = performance.now();
   const jobs = await Promise.all(
     Array.from({ length: SLURM_JOBS }, (_, i) =>
-      api<Job>('POST', 'cluster/jobs', { name: `slurm-${i}`, namespace: 'default', executionProfileId: profiles.data[0]._id, task: { command: 'true' } }),
+      api<Job & { submitTime: string }>('POST', 'cluster/jobs', {
+        name: `slurm-${i}`,
+        namespace: 'default',
+        executionProfileId: profiles.data[0]._id,
+        task: { command: 'true' },
+      }),
     ),
   );
   while ((await api<{ total: number }>('GET', 'cluster/jobs?filter[status][IN]=pending,running&page[limit]=1')).total > 0)
@@ -84,115 +194,141 @@ async function slurmFigures(): Promise<{
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
-  const env = {
-    DATABASE_URL: await freshDatabase(DATABASE),
-    HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
-    HUB_DATA_DIR: dataDir,
-    HUB_LOCAL_SLOTS: '2',
-    HUB_LOG_LEVEL: 'warn',
-  };
-  const hub = await startNode(HUB, env, '/health/ready');
-  const headers = { authorization: `Bearer ${await login(hub)}`, 'content-type': 'application/json' };
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const response = await fetch(`${hub.url}/api/v2/${path}`, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) });
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as T;
-  };
-  const profiles = await api<{ data: { _id: string }[] }>('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard');
-  const submit = (name: string, command: string, args: string[] = []) =>
-    api<Job>('POST', 'cluster/jobs', { name, namespace: 'default', executionProfileId: profiles.data[0]._id, task: { command, args } });
-  const executionOf = async (jobId: string) =>
-    (await api<{ data: { id: string; status: string }[] }>('GET', `cluster/executions?filter[jobId][EQ]=${jobId}`)).data[0];
-  const waitFor = async (check: () => Promise<boolean>) => {
-    while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
-  };
-
-  // Submit → started, one job at a time.
-  const latencies: number[] = [];
-  for (let i = 0; i < LATENCY_JOBS; i += 1) {
-    const job = await submit(`latency-${i}`, 'true');
-    let startedAt: string | undefined;
-    await waitFor(async () => {
-      const execution = await executionOf(job.id);
-      startedAt = (await api<{ taskStates: { main: { startedAt?: string } } }>('GET', `cluster/executions/${execution.id}`)).taskStates.main.startedAt;
-      return startedAt !== undefined;
-    });
-    latencies.push(Date.parse(startedAt as string) - Date.parse(job.submitTime));
-  }
-  latencies.sort((a, b) => a - b);
-
-  // 500 short jobs at once through 2 slots, against a shell loop.
-  const began = performance.now();
-  const jobs = await Promise.all(Array.from({ length: THROUGHPUT_JOBS }, (_, i) => submit(`short-${i}`, 'true')));
-  await waitFor(async () => (await api<{ total: number }>('GET', 'cluster/jobs?filter[status][IN]=pending,running&page[limit]=1')).total === 0);
-  const hubSeconds = (performance.now() - began) / 1000;
-  const loopBegan = performance.now();
-  execFileSync('/bin/sh', ['-c', `for i in $(seq ${THROUGHPUT_JOBS}); do /bin/true; done`]);
-  const loopSeconds = (performance.now() - loopBegan) / 1000;
-
-  // A 1 MiB window at the end of a 1 GiB log, and of a 1 MiB one.
-  const big = await submit('big-log', 'true');
-  const small = await submit('small-log', 'true');
-  await waitFor(async () => (await executionOf(small.id)).status === 'completed' && (await executionOf(big.id)).status === 'completed');
-  const bigExecution = await executionOf(big.id);
-  const smallExecution = await executionOf(small.id);
-  const logOf = (executionId: string) => join(dataDir, 'work', 'executions', executionId, 'logs', 'stdout');
-  // 1 GiB (sparse, but for its last MiB, which holds text as a real log would).
-  truncateSync(logOf(bigExecution.id), 1024 * 1024 * 1024 - WINDOW);
-  appendFileSync(logOf(bigExecution.id), Buffer.alloc(WINDOW, 'x'));
-  writeFileSync(logOf(smallExecution.id), Buffer.alloc(WINDOW, 'x'));
-  const readWindow = async (executionId: string) => {
-    const times: number[] = [];
-    for (let i = 0; i < READS; i += 1) {
-      const start = performance.now();
-      const { msg } = await api<{ msg: string }>('GET', `cluster/executions/${executionId}/tasks/main/logs/stdout?origin=end&limit=${WINDOW}`);
-      times.push(performance.now() - start);
-      if (msg.length !== WINDOW) throw new Error(`read ${msg.length} bytes, not ${WINDOW}`);
-    }
-    times.sort((a, b) => a - b);
-    return { p50Ms: round(percentile(times, 0.5)), maxMs: round(times.at(-1) as number) };
-  };
+  chmodSync(dataDir, 0o755);
+  const databaseUrl = await freshDatabase(DATABASE);
+  const hub = await startNode(
+    HUB,
+    {
+      DATABASE_URL: databaseUrl,
+      HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      HUB_DATA_DIR: dataDir,
+      HUB_LOCAL_SLOTS: String(SLOTS),
+      HUB_LOG_LEVEL: 'warn',
+      // The queue of 10,000 is one user's: the per-user limit raised, its count still made at each submission.
+      HUB_MAX_ACTIVE_JOBS_PER_USER: '100000',
+    },
+    '/health/ready',
+  );
+  const c = clientOf(hub, await login(hub));
+  await c.init();
   const pid = hub.process.pid as number;
-  const rssBefore = rssMiB(pid);
-  const smallRead = await readWindow(smallExecution.id);
-  const rssAfterSmall = rssMiB(pid);
-  const bigRead = await readWindow(bigExecution.id);
-  const rssAfterBig = rssMiB(pid);
+
+  // 1. Submit → process started, one job at a time on an idle hub (after a few to warm up).
+  const toStarted: number[] = [];
+  const toReply: number[] = [];
+  const toCompleted: number[] = [];
+  for (let i = -10; i < LATENCY_JOBS; i += 1) {
+    const sent = nowMs();
+    const job = await c.submit(`latency-${i}`, 'true');
+    const replied = nowMs();
+    const id = await c.executionOf(job.id);
+    const done = await c.until(id, (execution) => execution.status === 'completed' || execution.status === 'failed');
+    const seen = nowMs();
+    if (done.status !== 'completed') throw new Error(`latency job ${job.id} ${done.status}`);
+    if (i < 0) continue;
+    toReply.push(replied - sent);
+    toStarted.push(Date.parse(done.taskStates.main.startedAt as string) - sent);
+    toCompleted.push(seen - sent);
+  }
+
+  // 2. 500 short jobs by 10 concurrent submitters, against spawning them directly through as many slots.
+  const directSeconds = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
+  const began = nowMs();
+  const burst = await submitConcurrently(SHORT_JOBS, SUBMITTERS, (index) => c.submit(`short-${index}`, 'true'));
+  while ((await c.unfinished()) > 0) await sleep(5);
+  const shortSeconds = (nowMs() - began) / 1000;
+
+  // 3. Both slots busy: 10 clients fill the queue; with it full, a submission's reply and a freed slot's refill.
+  let holder = await gate(c, dataDir, 'holder-a', 100);
+  const other = await gate(c, dataDir, 'holder-b', 100);
+  await holder.running();
+  await other.running();
+  const fill = await submitConcurrently(QUEUE, SUBMITTERS, (index) => c.submit(`queued-${index}`, 'true'));
+  const fullReplies: number[] = [];
+  for (let i = 0; i < 100; i += 1) {
+    const sent = nowMs();
+    await c.submit(`full-${i}`, 'true');
+    fullReplies.push(nowMs() - sent);
+  }
+  const refills: number[] = [];
+  for (let i = 0; i < REFILLS; i += 1) {
+    // The next in line (best priority) holds its slot in turn, so that the queue stays as it is.
+    const next = await gate(c, dataDir, `next-${i}`, 100);
+    holder.open();
+    const freed = await holder.ended();
+    const started = await next.running();
+    refills.push(Date.parse(started.taskStates.main.startedAt as string) - Date.parse(freed.taskStates.main.finishedAt as string));
+    holder = next;
+  }
+
+  // 4. The queue runs: RSS after 500 and after 5,000 of its jobs.
+  holder.open();
+  other.open();
+  const ranBefore = await c.completed();
+  const rssAt = async (jobs: number) => {
+    while ((await c.completed()) - ranBefore < jobs) await sleep(200);
+    return rssMiB(pid);
+  };
+  const rss500 = await rssAt(500);
+  const rss5000 = await rssAt(MEMORY_JOBS);
+
+  // Once each, none lost: the database's record of the whole run.
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  const [{ twice, never }] = (
+    await db.query<{ twice: number; never: number }>(
+      `SELECT count(*) FILTER (WHERE starts > 1)::int AS twice, count(*) FILTER (WHERE status IN ('completed', 'failed', 'lost') AND starts = 0)::int AS never
+       FROM (SELECT status, jsonb_array_length(jsonb_path_query_array(task_state, '$.events[*] ? (@.type == "Started")')) AS starts FROM job_executions) AS e`,
+    )
+  ).rows;
+  const failed = (await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM job_executions WHERE status IN ('failed', 'lost')`)).rows[0].count;
+  await db.end();
   await stop(hub);
   rmSync(dataDir, { recursive: true, force: true });
+  await dropDatabase(DATABASE);
 
+  const emptyReplyP50 = p(toReply, 0.5);
   const results = {
     date: new Date().toISOString(),
-    machine: { cpus: cpus().length, node: process.version },
-    submitToStarted: { jobs: LATENCY_JOBS, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.at(-1) },
-    shortJobs: { jobs: jobs.length, hubSeconds: round(hubSeconds), shellLoopSeconds: round(loopSeconds), ratio: round(hubSeconds / loopSeconds) },
-    logWindow: {
-      windowBytes: WINDOW,
-      reads: READS,
-      oneMiBLog: smallRead,
-      oneGiBLog: bigRead,
-      rssMiB: { before: rssBefore, afterSmall: rssAfterSmall, afterBig: rssAfterBig },
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, loadAverage: loadavg().map((value) => round(value, 2)) },
+    submitToStarted: {
+      jobs: LATENCY_JOBS,
+      p50Ms: p(toStarted, 0.5),
+      p99Ms: p(toStarted, 0.99),
+      replyP50Ms: emptyReplyP50,
+      completedSeenP50Ms: p(toCompleted, 0.5),
     },
+    shortJobs: {
+      jobs: SHORT_JOBS,
+      hubSeconds: round(shortSeconds, 2),
+      directSeconds: round(directSeconds, 2),
+      ratio: round(shortSeconds / directSeconds, 2),
+      acceptedPerSecond: Math.round(SHORT_JOBS / burst.seconds),
+    },
+    submissionsWhileBusy: { jobs: QUEUE, perSecond: Math.round(QUEUE / fill.seconds), replyP50Ms: p(fill.replies, 0.5) },
+    fullQueue: {
+      pending: QUEUE,
+      replyP50Ms: p(fullReplies, 0.5),
+      emptyReplyP50Ms: emptyReplyP50,
+      ratio: round(p(fullReplies, 0.5) / emptyReplyP50, 2),
+      refillMs: refills,
+    },
+    memory: { rssAfter500MiB: rss500, rssAfter5000MiB: rss5000, growthMiB: round(rss5000 - rss500) },
+    exactlyOnce: { startedTwice: twice, endedNeverStarted: never, failedOrLost: failed, serverErrors: c.serverErrors() },
   };
-  console.log(`\nCluster, local driver, 2 slots, ${cpus().length} CPUs`);
-  console.log(
-    `Submit → started over ${LATENCY_JOBS} jobs: p50 ${results.submitToStarted.p50Ms} ms, p99 ${results.submitToStarted.p99Ms} ms (target p50 <= 50)`,
-  );
-  console.log(
-    `${THROUGHPUT_JOBS} short jobs: ${results.shortJobs.hubSeconds} s through the hub, ${results.shortJobs.shellLoopSeconds} s in a shell loop: ratio ${results.shortJobs.ratio}`,
-  );
-  console.log(
-    `1 MiB at the end of a log, ${READS} reads: 1 MiB log p50 ${smallRead.p50Ms} ms; 1 GiB log p50 ${bigRead.p50Ms} ms, max ${bigRead.maxMs} ms (target <= 50); hub RSS ${rssBefore} → ${rssAfterSmall} → ${rssAfterBig} MiB`,
-  );
-  if (process.env.BENCH_SLURM === '1') {
-    const slurm = await slurmFigures();
-    Object.assign(results, { slurm });
-    console.log(
-      `Slurm, ${slurm.jobs} trivial jobs at once: submit → running p50 ${slurm.toRunning.p50Ms} ms (max ${slurm.toRunning.maxMs}), submit → completed p50 ${slurm.toCompleted.p50Ms} ms (max ${slurm.toCompleted.maxMs}); all done in ${slurm.allDoneSeconds} s`,
-    );
-  }
+  if (process.env.BENCH_SLURM === '1') Object.assign(results, { slurm: await slurmFigures() });
   writeResults('cluster', results);
-  await dropDatabase(DATABASE);
+  console.log(
+    `cluster job path (${cpus().length} CPUs, load ${results.machine.loadAverage[0]}): submit→started p50 ${results.submitToStarted.p50Ms} ms p99 ${results.submitToStarted.p99Ms} ms` +
+      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s = ${results.shortJobs.ratio}× (accepted ${results.shortJobs.acceptedPerSecond}/s)` +
+      ` | ${SUBMITTERS} clients, slots busy: ${results.submissionsWhileBusy.perSecond}/s | ${QUEUE} pending: reply p50 ${results.fullQueue.replyP50Ms} ms (${results.fullQueue.ratio}× empty), freed slot → next started p50 ${p(refills, 0.5)} ms max ${round(Math.max(...refills))} ms` +
+      ` | RSS after 500 ${rss500} MiB, after ${MEMORY_JOBS} ${rss5000} MiB (+${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
+  );
+  const slurm = (results as { slurm?: Awaited<ReturnType<typeof slurmFigures>> }).slurm;
+  if (slurm)
+    console.log(
+      `cluster slurm driver, ${slurm.jobs} trivial jobs at once: submit → running p50 ${slurm.toRunning.p50Ms} ms (max ${slurm.toRunning.maxMs}), submit → completed p50 ${slurm.toCompleted.p50Ms} ms (max ${slurm.toCompleted.maxMs}); all done in ${slurm.allDoneSeconds} s`,
+    );
 }
 
 await main();

@@ -8,6 +8,7 @@ import { ExecutionProfiles1795341123748 } from './1795341123748-ExecutionProfile
 import { Cluster1795342955296 } from './1795342955296-Cluster.js';
 import { JobUids1795350000000 } from './1795350000000-JobUids.js';
 import { AccessModelGuards1795351000000 } from './1795351000000-AccessModelGuards.js';
+import { ClusterJobPath1795354000000 } from './1795354000000-ClusterJobPath.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -20,4 +21,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Cluster1795342955296,
   JobUids1795350000000,
   AccessModelGuards1795351000000,
+  ClusterJobPath1795354000000,
 ];

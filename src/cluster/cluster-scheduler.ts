@@ -2,27 +2,45 @@ import { join } from 'node:path';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
+import { DataSource } from 'typeorm';
 import { HubConfig } from '../common/config/hub-config.js';
+import { ChangeFeed } from '../common/database/change-feed.js';
+import { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import { StartupError } from '../common/errors/startup-error.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { describeConstraint, unmetConstraint, type NodeFacts } from '../execution-profiles/node-constraints.js';
-import { ClusterRepository, taskEvent, type PendingExecution, type StartedExecution } from './cluster.repository.js';
+import {
+  ClusterRepository,
+  taskEvent,
+  type ClaimedExecution,
+  type NodeRoom,
+  type PendingExecution,
+  type Placement,
+  type StartedExecution,
+} from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
+import { HubPresence } from './hub-presence.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
-import type { ClusterNode } from './entities/cluster-node.entity.js';
-import type { JobExecution, TaskEvent } from './entities/job-execution.entity.js';
+import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 
+/** The safety net's period, and a queueing cluster's poll: nothing that can start now waits for it. */
 const TICK_MS = 1000;
 const NODE_SYNC_EVERY = 10;
-const PLACE_BATCH = 100;
+const ADOPT_EVERY = 5;
+/** How many executions in line one placement round looks at. */
+const PLACE_BATCH = 32;
+/** Announced (at commit) by a submission: hubs wake to place it. */
+const QUEUE_NOTICE = 'cluster_queue';
+/** Announced to ask the hub that follows an execution on a node no other shares to kill it. */
+const STOP_NOTICE = 'cluster_stop';
 const PRUNE_INTERVAL_MS = 3600 * 1000;
 const PRUNE_BATCH = 500;
 /** What the hub passes to every execution from its own environment; nothing else of it (its settings, secrets) leaks to jobs. */
 const INHERITED_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'TZ'];
 
 /** A node as constraints see it: `node.attr.os` and `node.os` agree, as the node detail shows `os` among its attributes. */
-function factsOf(node: ClusterNode): NodeFacts {
+function factsOf(node: NodeRoom): NodeFacts {
   return { name: node.name, os: node.os, labels: node.labels, attributes: { ...node.attributes, os: node.os } };
 }
 
@@ -32,19 +50,27 @@ function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean 
 }
 
 /**
- * Places pending executions on nodes and follows them to their end, in the background of every
- * hub: each tick it places what waits (best priority first) on a node of its driver that meets
- * the job's constraints and has a free CPU, and asks the driver how running executions stand.
- * A claim in the database keeps two hubs from starting the same execution. At start it gives back
- * claims it never started and settles executions that ended (or were lost) while it was down.
+ * Places pending executions on nodes and follows them to their end, in every hub. Nothing that can
+ * start now waits for a timer: a submission places in its own request's turn (and wakes the other
+ * hubs through the database), a process's end settles it and refills its CPU at once. A placement
+ * round is one transaction that claims executions with row locks other hubs skip, under a lock per
+ * node so that hubs sharing a node never fill more than its CPUs; the claiming hub alone starts,
+ * follows and settles an execution. A hub that dies leaves its executions to a live hub sharing
+ * their node (see {@link HubPresence}), or to its own return. A tick each second is the safety
+ * net, a queueing cluster's poll, and where nodes are synced and dead hubs' work adopted.
  */
 @Injectable()
 export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
-  /** The nodes this hub's driver reaches, by name. */
+  /** The nodes this hub's driver reaches, by name, with their ids. */
   private ownNodes = new Map<string, string>();
+  private ownNodeIds = new Set<string>();
+  private presence?: HubPresence;
   private ticks = 0;
   private running: Promise<void> | undefined;
-  private again = false;
+  private placeDue = false;
+  private followDue = false;
+  /** Starts under way, awaited at shutdown. */
+  private readonly starting = new Set<Promise<void>>();
   private stopped = false;
   private readonly logger: Logger;
 
@@ -52,15 +78,37 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     private readonly cluster: ClusterRepository,
     @Inject(CLUSTER_DRIVER) private readonly driver: ClusterDriver,
     private readonly config: HubConfig,
+    private readonly metrics: ClusterMetrics,
+    private readonly dataSource: DataSource,
+    changes: ChangeFeed,
     logger: HubLogger,
   ) {
     this.logger = logger.for('cluster');
-    driver.onChange(() => this.wake());
+    driver.onChange(() => this.wake(true));
+    changes.subscribe(QUEUE_NOTICE, (change) => {
+      if (change === 'reset') this.wake(true);
+      if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
+    });
+    changes.subscribe(STOP_NOTICE, (change) => {
+      if (change !== 'reset' && change.id) void this.stopFollowed(change.id);
+    });
+    metrics.readFrom(() => cluster.snapshot());
+  }
+
+  /** This hub's number while it runs. */
+  private get hub(): number {
+    if (!this.presence) throw new Error('The cluster scheduler has not started');
+    return this.presence.hub;
   }
 
   /** An execution's directory: its working directory (`work/`), its logs and its exit code. */
   executionDir(executionId: string): string {
     return join(this.config.sharedDir, 'executions', executionId);
+  }
+
+  /** What a submission announces at its commit, so that the other hubs place it at once. */
+  queueNotice(): string {
+    return JSON.stringify({ table: QUEUE_NOTICE, id: String(this.presence?.hub ?? '') });
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -69,33 +117,45 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     } catch (error) {
       throw new StartupError(`The ${this.driver.name} cluster driver cannot reach its cluster: ${(error as Error).message}`);
     }
-    await this.cluster.releaseClaims([...this.ownNodes.values()]);
+    this.presence = new HubPresence((this.dataSource.options as { url: string }).url, await this.cluster.nextHubNumber(), this.logger);
+    await this.presence.hold();
+    await this.adopt();
     await this.follow();
+    this.wake();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     await this.running;
+    await Promise.all(this.starting);
+    await this.presence?.release();
   }
 
-  /** Runs a tick soon, or once more after the one under way. */
-  wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.tick().finally(() => {
+  /**
+   * Places what waits now, or with `follow` settles what ended (and places if that freed a CPU);
+   * once more after the pass under way when one is.
+   */
+  wake(follow = false): void {
+    if (this.stopped || !this.presence) return;
+    if (follow) this.followDue = true;
+    else this.placeDue = true;
+    this.running ??= this.pass().finally(() => {
       this.running = undefined;
-      if (this.again) {
-        this.again = false;
-        this.wake();
-      }
+      if (this.placeDue || this.followDue) this.wake(this.followDue);
     });
   }
 
   @Interval('cluster-tick', TICK_MS)
-  tickOnSchedule(): void {
+  async tickOnSchedule(): Promise<void> {
+    if (this.stopped || !this.presence) return;
+    try {
+      this.ticks += 1;
+      if (this.ticks % NODE_SYNC_EVERY === 0) await this.syncNodes();
+      if (this.ticks % ADOPT_EVERY === 0) await this.adopt();
+    } catch (error) {
+      this.logger.error({ err: error }, 'Cluster upkeep failed; retrying at the next tick');
+    }
+    this.wake(true);
     this.wake();
   }
 
@@ -103,14 +163,21 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   async stopJob(job: ClusterJob, reason: string): Promise<void> {
     for (const execution of await this.cluster.unfinishedOf(job.id)) {
       // As the locked row has it: the execution may have started since the list was read.
-      let driverRef = null as string | null;
+      let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
+      let ended = false;
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending' && current.status !== 'running') return false;
-        driverRef = current.driverRef;
-        this.end(current, 'failed', null, taskEvent('Killed', reason));
+        if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
+        this.end(current.taskState, current, 'failed', null, taskEvent('Killed', reason));
+        ended = true;
         return true;
       });
-      if (driverRef !== null) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+      if (ended) this.metrics.ended('stopped');
+      if (!target) continue;
+      const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
+      // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
+      if (target.hub === this.presence?.hub || (target.nodeId !== null && this.ownNodeIds.has(target.nodeId))) await this.stopQuietly(tracked);
+      else await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: execution.id })]);
     }
   }
 
@@ -128,68 +195,109 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
   }
 
-  private async tick(): Promise<void> {
-    try {
-      if (++this.ticks % NODE_SYNC_EVERY === 0) await this.syncNodes();
-      // What ended first, so that the CPUs it frees are used in the same tick.
-      await this.follow();
-      await this.place();
-    } catch (error) {
-      this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next tick');
+  /** Settles what ended when asked to, then places until a round changes nothing. */
+  private async pass(): Promise<void> {
+    while ((this.placeDue || this.followDue) && !this.stopped) {
+      const follow = this.followDue;
+      let place = this.placeDue;
+      this.followDue = false;
+      this.placeDue = false;
+      try {
+        if (follow && (await this.follow())) place = true;
+        while (place && !this.stopped && (await this.placeRound()));
+      } catch (error) {
+        this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next event or tick');
+      }
     }
   }
 
   private async syncNodes(): Promise<void> {
-    const reported = await this.driver.nodes();
+    let reported;
+    try {
+      reported = await this.driver.nodes();
+    } catch (error) {
+      this.metrics.driverFailed('nodes');
+      throw error;
+    }
     await this.cluster.syncNodes(reported);
     const nodes = await this.cluster.nodesNamed(reported.map((node) => node.name));
     this.ownNodes = new Map(nodes.map((node) => [node.name, node.id]));
+    this.ownNodeIds = new Set(this.ownNodes.values());
   }
 
-  /** Starts what waits, where it fits. */
-  private async place(): Promise<void> {
-    const pending = await this.cluster.pending(PLACE_BATCH);
-    if (pending.length === 0) return;
-    const nodes = (await this.cluster.schedulableNodes()).filter((node) => this.ownNodes.has(node.name));
-    const used = await this.cluster.usedCpu();
-    for (const execution of pending) await this.isolated(execution.id, () => this.placeOne(execution, nodes, used));
+  /** Takes over, on this hub's nodes, what hubs no longer alive left there. */
+  private async adopt(): Promise<void> {
+    const adopted = await this.cluster.adopt(this.hub, [...this.ownNodeIds]);
+    if (adopted > 0) {
+      this.logger.info({ executions: adopted }, 'Following executions a hub no longer alive started on nodes this hub shares');
+      this.followDue = true;
+    }
   }
 
-  /** Places one pending execution, or notes why it waits. */
-  private async placeOne(execution: PendingExecution, nodes: readonly ClusterNode[], used: Map<string, number>): Promise<void> {
-    const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints));
-    if (fitting.length === 0) return this.note(execution, this.placementFailure(execution, nodes));
-    // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
-    const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) ?? 0) + execution.reservedCpu <= candidate.cpu);
-    if (!node) return this.note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
-    if (!(await this.cluster.claim(execution.id, node.id))) return;
-    used.set(node.id, (used.get(node.id) ?? 0) + execution.reservedCpu);
-    const fittingNames = new Set(fitting.map((candidate) => candidate.name));
-    await this.start(
-      execution,
-      node,
-      [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
-    );
+  /** One placement round; whether it changed anything (then the next may find more to do). */
+  private async placeRound(): Promise<boolean> {
+    if (this.ownNodeIds.size === 0) return false;
+    let placement: Placement & { excluded: Map<string, string[]> } = { claims: [], notes: [], excluded: new Map() };
+    const claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, (pending, nodes) => {
+      placement = this.decide(pending, nodes);
+      return placement;
+    });
+    const nodeNames = new Map([...this.ownNodes].map(([name, id]) => [id, name]));
+    for (const execution of claimed) {
+      const excluded = placement.excluded.get(execution.id) ?? [];
+      const started = this.start(execution, nodeNames.get(execution.nodeId) as string, excluded).finally(() => this.starting.delete(started));
+      this.starting.add(started);
+    }
+    return placement.claims.length > 0 || placement.notes.length > 0;
   }
 
-  private placementFailure(execution: PendingExecution, nodes: readonly ClusterNode[]): TaskEvent {
+  /**
+   * Which executions in line go to which node (a free CPU on one that meets the constraints), and
+   * why the others wait; for each claim, the nodes of this hub it must not run on (a queueing
+   * cluster places it itself).
+   */
+  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[]): Placement & { excluded: Map<string, string[]> } {
+    const claims: { id: string; nodeId: string }[] = [];
+    const excluded = new Map<string, string[]>();
+    const notes: { id: string; event: TaskEvent }[] = [];
+    const used = new Map(nodes.map((node) => [node.id, node.used]));
+    const note = (execution: PendingExecution, event: TaskEvent) => {
+      if (!repeats(execution.lastEvent, event)) notes.push({ id: execution.id, event });
+    };
+    for (const execution of pending) {
+      const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints));
+      if (fitting.length === 0) {
+        const event = this.placementFailure(execution, nodes);
+        if (!repeats(execution.lastEvent, event)) this.metrics.placementFailed();
+        note(execution, event);
+        continue;
+      }
+      // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
+      const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) as number) + execution.reservedCpu <= candidate.cpu);
+      if (!node) {
+        note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
+        continue;
+      }
+      used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
+      claims.push({ id: execution.id, nodeId: node.id });
+      const fittingNames = new Set(fitting.map((candidate) => candidate.name));
+      excluded.set(
+        execution.id,
+        [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
+      );
+    }
+    return { claims, notes, excluded };
+  }
+
+  private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {
     if (nodes.length === 0) return taskEvent('PlacementFailed', 'No node takes work now (all are down, draining or not workers)');
     const unmet = nodes.map((node) => `${node.name}: ${describeConstraint(unmetConstraint(factsOf(node), execution.constraints) as never)}`);
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
-  /** Adds an event to a waiting task unless it repeats the last: checked on the batch's view first, to write nothing when nothing changed, then under the row lock. */
-  private async note(execution: PendingExecution, event: TaskEvent): Promise<void> {
-    if (repeats(execution.lastEvent, event)) return;
-    await this.cluster.updateExecution(execution.id, (current) => {
-      if (current.status !== 'pending' || repeats(current.taskState.events.at(-1), event)) return false;
-      current.taskState.events.push(event);
-      return true;
-    });
-  }
-
-  private async start(execution: PendingExecution, node: ClusterNode, excludedNodes: string[]): Promise<void> {
-    const task = await this.cluster.taskOf(execution.jobId);
+  /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
+  private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
+    const { task } = execution;
     const inherited = Object.fromEntries(
       INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
     );
@@ -202,11 +310,13 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       HUB_EXECUTION_ID: execution.id,
       HUB_TASK_NAME: task.name,
     };
+    const taskState = structuredClone(execution.taskState);
+    let driverRef: string;
     try {
       if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
-      const driverRef = await this.driver.start({
+      driverRef = await this.driver.start({
         executionId: execution.id,
-        nodeName: node.name,
+        nodeName,
         command: task.command,
         args: task.args,
         env,
@@ -218,58 +328,118 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         constraints: task.constraints,
         excludedNodes,
       });
-      let recorded = false;
-      await this.cluster.updateExecution(execution.id, (current) => {
-        if (current.status !== 'pending') return false;
-        recorded = true;
-        current.driverRef = driverRef;
-        if (this.driver.queues) current.taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
-        else this.markRunning(current, node);
-        return true;
-      });
-      // Stopped while it was being started: nothing will follow it, so it must not run on.
-      if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     } catch (error) {
-      await this.cluster.updateExecution(execution.id, (current) => {
-        if (current.status !== 'pending') return false;
-        this.end(current, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`));
-        return true;
-      });
+      this.metrics.driverFailed('start');
+      this.end(
+        taskState,
+        undefined,
+        'failed',
+        null,
+        taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`),
+      );
+      if (
+        await this.cluster.transition(execution.id, 'pending', this.hub, {
+          status: 'failed',
+          nodeId: execution.nodeId,
+          driverRef: null,
+          exitCode: null,
+          taskState,
+        })
+      ) {
+        this.metrics.ended('failed');
+        this.wake();
+      }
+      return;
+    }
+    const startedAt = new Date();
+    if (this.driver.queues) taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
+    else this.markRunning(taskState, nodeName, startedAt);
+    const status = this.driver.queues ? 'pending' : 'running';
+    const recorded = await this.cluster.transition(execution.id, 'pending', this.hub, {
+      status,
+      nodeId: execution.nodeId,
+      driverRef,
+      exitCode: null,
+      taskState,
+    });
+    // Stopped while it was being started: nothing will follow it, so it must not run on.
+    if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+    else if (status === 'running') {
+      this.metrics.started(nodeName, execution.created, startedAt);
+      // A short task may have ended, and its end been looked for, before its start was recorded: look again.
+      this.wake(true);
     }
   }
 
-  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed. */
-  private async follow(): Promise<void> {
-    const started = await this.cluster.started([...this.ownNodes.values()]);
-    if (started.length === 0) return;
-    const outcomes = await this.driver.outcomes(
-      started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.executionDir })),
-    );
-    for (const execution of started) await this.isolated(execution.id, () => this.settle(execution, outcomes.get(execution.id)));
+  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed; whether any ended. */
+  private async follow(): Promise<boolean> {
+    const started = await this.cluster.started(this.hub);
+    if (started.length === 0) return false;
+    let outcomes: Map<string, Outcome>;
+    try {
+      outcomes = await this.driver.outcomes(
+        started.map((execution) => ({ executionId: execution.id, driverRef: execution.driverRef, executionDir: execution.executionDir })),
+      );
+    } catch (error) {
+      this.metrics.driverFailed('outcomes');
+      throw error;
+    }
+    let ended = false;
+    for (const execution of started)
+      await this.isolated(execution.id, async () => {
+        if (await this.settle(execution, outcomes.get(execution.id))) ended = true;
+      });
+    return ended;
   }
 
-  /** Records what became of one started execution. */
-  private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<void> {
-    if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return;
-    await this.cluster.updateExecution(execution.id, (current) => {
-      if (current.status !== 'pending' && current.status !== 'running') return false;
-      if (outcome.state !== 'running') {
-        // It ran and ended between two looks (a short job on a queueing cluster): it did start.
-        if (current.status === 'pending' && outcome.node)
-          this.markRunning(current, { id: this.ownNodes.get(outcome.node) ?? current.nodeId, name: outcome.node });
-        this.end(
-          current,
-          outcome.state,
-          'exitCode' in outcome ? outcome.exitCode : null,
-          this.eventOf(outcome),
-          'finishedAt' in outcome ? outcome.finishedAt : undefined,
-        );
-        return true;
+  /** Records what became of one started execution, if this hub still follows it and it is as it was read; whether it ended. */
+  private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<boolean> {
+    if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return false;
+    const taskState = structuredClone(execution.taskState);
+    let nodeId = execution.nodeId;
+    const now = new Date();
+    if (execution.status === 'pending' && (outcome.state === 'running' || outcome.node)) {
+      // Running, or it ran and ended between two looks (a short job on a queueing cluster): it did start.
+      nodeId = (outcome.node && this.ownNodes.get(outcome.node)) ?? nodeId;
+      this.markRunning(taskState, outcome.node ?? 'its node', now);
+    }
+    if (outcome.state === 'running') {
+      if (
+        await this.cluster.transition(execution.id, 'pending', this.hub, {
+          status: 'running',
+          nodeId,
+          driverRef: execution.driverRef,
+          exitCode: null,
+          taskState,
+        })
+      ) {
+        const submitted = execution.taskState.events.find((event) => event.type === 'Received')?.time;
+        this.metrics.started(outcome.node ?? '', submitted ? new Date(submitted) : now, now);
       }
-      if (current.status === 'running') return false;
-      this.markRunning(current, { id: (outcome.node && this.ownNodes.get(outcome.node)) ?? current.nodeId, name: outcome.node ?? 'its node' });
-      return true;
+      return false;
+    }
+    const exitCode = 'exitCode' in outcome ? outcome.exitCode : null;
+    this.end(taskState, undefined, outcome.state, exitCode, this.eventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
+    const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
+      status: outcome.state,
+      nodeId,
+      driverRef: execution.driverRef,
+      exitCode,
+      taskState,
     });
+    if (written) this.metrics.ended(outcome.state);
+    return written;
+  }
+
+  /** Kills, when this hub follows it, an execution another hub ended (a stop asked there). */
+  private async stopFollowed(executionId: string): Promise<void> {
+    try {
+      const target = await this.cluster.stopTarget(executionId);
+      if (target?.driverRef && target.hub === this.presence?.hub)
+        await this.stopQuietly({ executionId, driverRef: target.driverRef, executionDir: target.executionDir });
+    } catch (error) {
+      this.logger.error({ err: error, executionId }, 'Could not stop an execution another hub asked this one to stop');
+    }
   }
 
   /** Kills what runs of an execution already ended in the hub's eyes; a driver's failure to is logged, not the caller's problem. */
@@ -277,6 +447,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     try {
       await this.driver.stop(tracked);
     } catch (error) {
+      this.metrics.driverFailed('stop');
       this.logger.error({ err: error, executionId: tracked.executionId }, 'The cluster driver could not stop an execution');
     }
   }
@@ -286,16 +457,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     try {
       await step();
     } catch (error) {
-      this.logger.error({ err: error, executionId }, 'Cluster scheduling failed for one execution; retrying at the next tick');
+      this.logger.error({ err: error, executionId }, 'Cluster scheduling failed for one execution; retrying at the next event or tick');
     }
   }
 
-  private markRunning(execution: JobExecution, node: { id: string | null; name: string }): void {
-    execution.status = 'running';
-    execution.nodeId = node.id;
-    execution.taskState.status = 'running';
-    execution.taskState.startedAt = new Date().toISOString();
-    execution.taskState.events.push(taskEvent('Started', `Started on ${node.name}`, { node: node.name }));
+  private markRunning(taskState: TaskState, nodeName: string, startedAt: Date): void {
+    taskState.status = 'running';
+    taskState.startedAt = startedAt.toISOString();
+    taskState.events.push(taskEvent('Started', `Started on ${nodeName}`, { node: nodeName }));
   }
 
   private eventOf(outcome: Exclude<Outcome, { state: 'running' | 'queued' }>): TaskEvent {
@@ -304,16 +473,28 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
   }
 
-  /** Ends an execution's task, at `finishedAt` when the driver knows (it may have ended while the hub was down), else now. */
-  private end(execution: JobExecution, status: 'completed' | 'failed' | 'lost', exitCode: number | null, event: TaskEvent, finishedAt?: string): void {
-    execution.status = status;
-    execution.exitCode = exitCode;
-    execution.taskState.status = 'dead';
-    execution.taskState.failed = status !== 'completed';
+  /**
+   * Ends a task, at `finishedAt` when the driver knows (it may have ended while the hub was down),
+   * else now; with `execution`, its status and exit code too.
+   */
+  private end(
+    taskState: TaskState,
+    execution: { status: string; exitCode: number | null } | undefined,
+    status: 'completed' | 'failed' | 'lost',
+    exitCode: number | null,
+    event: TaskEvent,
+    finishedAt?: string,
+  ): void {
+    if (execution) {
+      execution.status = status;
+      execution.exitCode = exitCode;
+    }
+    taskState.status = 'dead';
+    taskState.failed = status !== 'completed';
     const ended = finishedAt ?? new Date().toISOString();
     // A fast task may write its exit code before the hub has recorded its start: it did not end before it began.
-    const started = execution.taskState.startedAt;
-    execution.taskState.finishedAt = started && Date.parse(started) > Date.parse(ended) ? started : ended;
-    execution.taskState.events.push(event);
+    const started = taskState.startedAt;
+    taskState.finishedAt = started && Date.parse(started) > Date.parse(ended) ? started : ended;
+    taskState.events.push(event);
   }
 }

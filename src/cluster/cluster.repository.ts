@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import type pg from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
+import type { ClusterSnapshot } from '../common/metrics/cluster-metrics.js';
 import { fetchListPage, whereInScopeOrOwned, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
@@ -23,12 +26,11 @@ export interface ExecutionRow {
   readonly ownerId: string | null;
 }
 
-/** A pending execution with what placing and starting it needs. */
+/** A pending execution with what placing it needs. */
 export interface PendingExecution {
   readonly id: string;
   readonly jobId: string;
-  readonly executionProfileId: string;
-  /** Its profile's constraints only: the rest of its task (which may be large) is read when it starts. */
+  /** Its profile's constraints only: the rest of its task (which may be large) is read when it is claimed. */
   readonly constraints: readonly NodeConstraint[];
   readonly reservedCpu: number;
   readonly reservedMemory: number;
@@ -37,13 +39,49 @@ export interface PendingExecution {
   readonly lastEvent: TaskEvent | null;
 }
 
-/** A started execution, for the driver to report on. */
+/** An execution this hub has claimed for a node, with what starting it needs. */
+export interface ClaimedExecution {
+  readonly id: string;
+  readonly jobId: string;
+  readonly nodeId: string;
+  readonly task: TaskSpec;
+  readonly taskState: TaskState;
+  readonly reservedCpu: number;
+  readonly reservedMemory: number;
+  readonly executionDir: string;
+  /** When it was submitted, for the start latency. */
+  readonly created: Date;
+}
+
+/** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
+export interface NodeRoom extends Pick<ClusterNode, 'id' | 'name' | 'os' | 'labels' | 'attributes' | 'cpu'> {
+  readonly used: number;
+}
+
+/** What one placement round decided: executions to claim for a node, and events to note on those that wait. */
+export interface Placement {
+  readonly claims: readonly { readonly id: string; readonly nodeId: string }[];
+  readonly notes: readonly { readonly id: string; readonly event: TaskEvent }[];
+}
+
+/** A started execution this hub follows, for the driver to report on. */
 export interface StartedExecution {
   readonly id: string;
   readonly jobId: string;
   readonly status: 'pending' | 'running';
+  readonly nodeId: string | null;
   readonly driverRef: string;
   readonly executionDir: string;
+  readonly taskState: TaskState;
+}
+
+/** An execution's state after a transition, written whole. */
+export interface ExecutionChange {
+  readonly status: ExecutionStatus;
+  readonly nodeId: string | null;
+  readonly driverRef: string | null;
+  readonly exitCode: number | null;
+  readonly taskState: TaskState;
 }
 
 export interface TaskSummary {
@@ -71,19 +109,52 @@ const EXECUTIONS_SQL = `
          n.name AS "nodeName", j.namespace_id AS "namespaceId", j.owner_id AS "ownerId"
   FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
 
-/** A job's status from its executions': dead once all have ended (when the last one did), running while one runs. */
-const JOB_STATUS_SQL = `
-  UPDATE cluster_jobs j SET
-    status = s.status,
-    finished_time = CASE WHEN s.status = 'dead' THEN coalesce(s.finished, now()) ELSE NULL END,
-    modified = now()
-  FROM (
-    SELECT CASE WHEN bool_and(status IN ('completed', 'failed', 'lost')) THEN 'dead'
-                WHEN bool_or(status = 'running') THEN 'running' ELSE 'pending' END AS status,
-           max((task_state->>'finishedAt')::timestamptz) AS finished
-    FROM job_executions WHERE job_id = $1
-  ) s
-  WHERE j.id = $1 AND j.status IS DISTINCT FROM s.status`;
+/**
+ * One execution's transition and its job's status, in one statement (so one short transaction):
+ * the execution is written only if it is still as its writer saw it (`$7`, and this hub's when `$8`
+ * is given); the job is dead once all its executions have ended (when the last one did), running
+ * while one runs; a job that ends leaves its owner's count of active jobs. Answers whether it was
+ * written.
+ */
+const TRANSITION_SQL = `
+  WITH e AS (
+    UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, modified = now()
+    WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
+    RETURNING id, job_id, status, task_state
+  ), s AS (
+    SELECT x.job_id,
+           CASE WHEN bool_and(CASE WHEN x.id = e.id THEN e.status ELSE x.status END IN ('completed', 'failed', 'lost')) THEN 'dead'
+                WHEN bool_or(CASE WHEN x.id = e.id THEN e.status ELSE x.status END = 'running') THEN 'running' ELSE 'pending' END AS status,
+           max((CASE WHEN x.id = e.id THEN e.task_state ELSE x.task_state END->>'finishedAt')::timestamptz) AS finished
+    FROM job_executions x JOIN e ON x.job_id = e.job_id GROUP BY x.job_id
+  ), j AS (
+    UPDATE cluster_jobs j SET status = s.status, finished_time = CASE WHEN s.status = 'dead' THEN coalesce(s.finished, now()) ELSE NULL END, modified = now()
+    FROM s WHERE j.id = s.job_id AND j.status IS DISTINCT FROM s.status
+    RETURNING j.owner_id, j.status
+  ), a AS (
+    UPDATE cluster_active_jobs a SET active = greatest(a.active - 1, 0) FROM j WHERE j.status = 'dead' AND a.owner_id = j.owner_id
+    RETURNING a.owner_id
+  )
+  SELECT count(*)::int AS written FROM e`;
+
+/** Serialises placement on one node across hubs (by its id, hashed), so that hubs sharing it never fill more than its CPUs. */
+const NODE_LOCK_CLASS = 0x4855_4e44;
+/** The class of the advisory lock each live hub holds on its number for as long as it runs. */
+export const HUB_LOCK_CLASS = 0x4855_4231;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A value written into a statement's text: only ever a UUID. */
+function uuid(value: string): string {
+  if (!UUID.test(value)) throw new Error(`Not a UUID: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** A value written into a statement's text: only ever an integer. */
+function integer(value: number): number {
+  if (!Number.isSafeInteger(value)) throw new Error(`Not an integer: ${value}`);
+  return value;
+}
 
 export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
   return { type, time: new Date().toISOString(), displayMessage: message, details, message };
@@ -171,43 +242,69 @@ export class ClusterRepository {
   // Jobs
 
   /**
-   * A job and its first execution, pending, in one transaction; refused (429) when its owner
-   * already has `maxActive` jobs pending or running (0: no limit), counted under a lock on the
-   * owner so that concurrent submits cannot pass it together.
+   * A job and its first execution, pending, in one statement; `notice` is announced at its commit
+   * (hubs wake to place it). Refused (429) when its owner already has `maxActive` jobs pending or
+   * running (0: no limit): the owner's count of active jobs is taken under its row lock in the
+   * same statement, so concurrent submissions cannot pass it together, and costs the same however
+   * many jobs wait.
    */
   async insertJob(
     job: NewJob,
     execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string },
     maxActive: number,
+    notice: string,
   ): Promise<ClusterJob> {
-    return this.dataSource.transaction(async (manager) => {
-      if (maxActive > 0) {
-        await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('cluster_jobs:' || $1, 0))`, [job.ownerId]);
-        const [{ count }]: { count: number }[] = await manager.query(
-          `SELECT count(*)::int AS count FROM (SELECT 1 FROM cluster_jobs WHERE owner_id = $1 AND status <> 'dead' LIMIT $2) active`,
-          [job.ownerId, maxActive],
-        );
-        if (count >= maxActive)
-          throw new TooManyRequestsError(
-            `You have ${count} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
-          );
-      }
-      const saved = await manager.save(manager.create(ClusterJob, { ...job, status: 'pending', submitTime: new Date(), finishedTime: null }));
-      const taskState: TaskState = {
-        status: 'pending',
-        failed: false,
-        restarts: 0,
-        lastRestart: null,
-        startedAt: null,
-        finishedAt: null,
-        events: [taskEvent('Received', 'Task received by the hub')],
-      };
-      const created = await manager.save(
-        manager.create(JobExecution, { jobId: saved.id, status: 'pending', taskName: job.task.name, taskState, ...execution, executionDir: '', nodeId: null }),
+    const jobId = randomUUID();
+    const executionId = randomUUID();
+    const submitTime = new Date();
+    const taskState: TaskState = {
+      status: 'pending',
+      failed: false,
+      restarts: 0,
+      lastRestart: null,
+      startedAt: null,
+      finishedAt: null,
+      events: [taskEvent('Received', 'Task received by the hub')],
+    };
+    const inserted: unknown[] = await this.dataSource.query(
+      `WITH a AS (
+         INSERT INTO cluster_active_jobs AS a (owner_id, active) VALUES ($7, 1)
+         ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
+         RETURNING a.active
+       ), j AS (
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
+         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10 FROM a RETURNING id
+       ), e AS (
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+       )
+       SELECT pg_notify('hub_changes', $17) FROM e`,
+      [
+        jobId,
+        job.name,
+        job.type,
+        job.priority,
+        job.namespaceId,
+        job.executionProfileId,
+        job.ownerId,
+        job.task,
+        job.properties,
+        submitTime,
+        executionId,
+        job.task.name,
+        taskState,
+        execution.reservedCpu,
+        execution.reservedMemory,
+        execution.executionDirOf(executionId),
+        notice,
+        maxActive,
+      ],
+    );
+    if (inserted.length === 0)
+      throw new TooManyRequestsError(
+        `You have ${maxActive} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
       );
-      await manager.update(JobExecution, { id: created.id }, { executionDir: execution.executionDirOf(created.id) });
-      return saved;
-    });
+    return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 
   listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
@@ -298,48 +395,126 @@ export class ClusterRepository {
   }
 
   /**
-   * Executions waiting for a node, best priority first, then oldest; those no node could run at
-   * the last look come after the others, so that a batch of them never keeps runnable work waiting.
+   * One placement round on `nodeIds`, in one transaction: with `exclusive`, the nodes' locks are
+   * taken (hubs sharing a node place on it one at a time, so that together they never fill more
+   * than its CPUs); the CPUs its unfinished executions take are read; the first `limit` executions
+   * in line (those no node could run at the last look after the others, then best priority, then
+   * oldest) that no other hub is placing are locked, and `decide` says which to claim for which
+   * node and what to note on the others. Claims are this hub's.
    */
-  pending(limit: number): Promise<PendingExecution[]> {
+  async placeRound(
+    hub: number,
+    nodeIds: readonly string[],
+    exclusive: boolean,
+    limit: number,
+    decide: (pending: PendingExecution[], nodes: NodeRoom[]) => Placement,
+  ): Promise<ClaimedExecution[]> {
+    // Two round trips on one connection, the values written into the text (each checked, or quoted
+    // by the driver) so that several statements go at once: every job takes this path.
+    const ids = (values: readonly string[]) => `ARRAY[${values.map((value) => `'${uuid(value)}'`).join(',')}]::uuid[]`;
+    const runner = this.dataSource.createQueryRunner();
+    const client = (await runner.connect()) as pg.PoolClient;
+    const batch = async (statements: string[]): Promise<pg.QueryResult[]> => {
+      const results = (await client.query(statements.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
+      return Array.isArray(results) ? results : [results];
+    };
+    try {
+      const read = await batch([
+        'BEGIN',
+        // Taken before what follows reads (each statement reads what was committed when it began).
+        ...(exclusive
+          ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
+          : []),
+        `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
+                coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running')), 0)::int AS used
+         FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
+        `SELECT e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
+                e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent"
+         FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
+         WHERE e.status = 'pending' AND e.node_id IS NULL
+         ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), e.priority DESC, e.created, e.id
+         LIMIT ${integer(limit)} FOR UPDATE OF e SKIP LOCKED`,
+      ]);
+      const nodes = read.at(-2)?.rows as NodeRoom[];
+      const pending = read.at(-1)?.rows as PendingExecution[];
+      const { claims, notes } = pending.length > 0 ? decide(pending, nodes) : { claims: [], notes: [] };
+      const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
+      const written = await batch([
+        ...(notes.length > 0
+          ? [
+              `UPDATE job_executions e SET task_state = jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(n.event)), modified = now()
+               FROM unnest(${ids(notes.map((note) => note.id))}, ${events}) AS n(id, event) WHERE e.id = n.id AND e.status = 'pending' AND e.node_id IS NULL`,
+            ]
+          : []),
+        ...(claims.length > 0
+          ? [
+              `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, modified = now()
+               FROM unnest(${ids(claims.map((claim) => claim.id))}, ${ids(claims.map((claim) => claim.nodeId))}) AS c(id, node_id), cluster_jobs j
+               WHERE e.id = c.id AND j.id = e.job_id
+               RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
+                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created`,
+            ]
+          : []),
+        'COMMIT',
+      ]);
+      return claims.length > 0 ? (written.at(-2)?.rows as ClaimedExecution[]) : [];
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** Unfinished executions per status and node, and the CPUs free on each schedulable node, for the metrics. */
+  async snapshot(): Promise<ClusterSnapshot> {
+    const executions: { status: 'pending' | 'running'; node: string; count: number }[] = await this.dataSource.query(
+      `SELECT e.status, coalesce(n.name, '') AS node, count(*)::int AS count
+       FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id WHERE e.status IN ('pending', 'running') GROUP BY 1, 2`,
+    );
+    const freeSlots: { node: string; free: number }[] = await this.dataSource.query(
+      `SELECT n.name AS node, greatest(0, n.cpu - coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running')), 0))::int AS free
+       FROM cluster_nodes n WHERE n.status = 'ready' AND NOT n.draining AND n.is_worker`,
+    );
+    return { executions, freeSlots };
+  }
+
+  /** A number for a starting hub, never one a live hub holds. */
+  async nextHubNumber(): Promise<number> {
+    const [{ hub }]: { hub: number }[] = await this.dataSource.query(`SELECT nextval('cluster_hub_numbers')::int AS hub`);
+    return hub;
+  }
+
+  /**
+   * Takes over what hubs no longer alive (none holds their number's lock) left on these nodes:
+   * their claims never started go back in line, what they started is followed by `hub` from now
+   * on. Executions on nodes no live hub shares stay as they are until one that shares them starts.
+   * Answers how many started executions it took over.
+   */
+  async adopt(hub: number, nodeIds: readonly string[]): Promise<number> {
+    const live = `(SELECT l.objid::bigint::integer FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                   WHERE l.locktype = 'advisory' AND l.classid = ${HUB_LOCK_CLASS} AND l.objsubid = 2 AND l.granted AND d.datname = current_database())`;
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(
+        `UPDATE job_executions SET node_id = NULL, hub = NULL, modified = now()
+         WHERE status = 'pending' AND driver_ref IS NULL AND node_id = ANY($1) AND hub IS DISTINCT FROM $2 AND (hub IS NULL OR hub NOT IN ${live})`,
+        [nodeIds, hub],
+      );
+      const [, adopted]: [unknown, number] = await manager.query(
+        `UPDATE job_executions SET hub = $2 WHERE status IN ('pending', 'running') AND driver_ref IS NOT NULL AND node_id = ANY($1)
+           AND hub IS DISTINCT FROM $2 AND (hub IS NULL OR hub NOT IN ${live})`,
+        [nodeIds, hub],
+      );
+      return adopted;
+    });
+  }
+
+  /** The executions this hub started (or submitted to a queueing cluster) that have not ended. */
+  started(hub: number): Promise<StartedExecution[]> {
     return this.dataSource.query(
-      `SELECT e.id, e.job_id AS "jobId", j.execution_profile_id AS "executionProfileId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu",
-              e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent"
-       FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
-       WHERE e.status = 'pending' AND e.node_id IS NULL
-       ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), j.priority DESC, e.created, e.id LIMIT $1`,
-      [limit],
-    );
-  }
-
-  /** CPUs taken on each node by its executions that are running or claimed. */
-  async usedCpu(): Promise<Map<string, number>> {
-    const rows: { nodeId: string; used: string }[] = await this.dataSource.query(
-      `SELECT node_id AS "nodeId", sum(reserved_cpu) AS used FROM job_executions WHERE node_id IS NOT NULL AND status IN ('pending', 'running') GROUP BY node_id`,
-    );
-    return new Map(rows.map((row) => [row.nodeId, Number(row.used)]));
-  }
-
-  /** Claims a pending execution for a node, so that no other hub starts it; false when another did. */
-  async claim(executionId: string, nodeId: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(
-      `UPDATE job_executions SET node_id = $2, modified = now() WHERE id = $1 AND status = 'pending' AND node_id IS NULL RETURNING id`,
-      [executionId, nodeId],
-    );
-    return rows.length > 0;
-  }
-
-  /** Gives back the claims a node made but never started (its hub stopped in between). */
-  async releaseClaims(nodeIds: readonly string[]): Promise<void> {
-    await this.dataSource.query(`UPDATE job_executions SET node_id = NULL WHERE status = 'pending' AND driver_ref IS NULL AND node_id = ANY($1)`, [nodeIds]);
-  }
-
-  /** The executions started (or submitted to a queueing cluster) on these nodes that have not ended. */
-  started(nodeIds: readonly string[]): Promise<StartedExecution[]> {
-    return this.dataSource.query(
-      `SELECT id, job_id AS "jobId", status, driver_ref AS "driverRef", execution_dir AS "executionDir" FROM job_executions
-       WHERE status IN ('pending', 'running') AND driver_ref IS NOT NULL AND node_id = ANY($1)`,
-      [nodeIds],
+      `SELECT id, job_id AS "jobId", status, node_id AS "nodeId", driver_ref AS "driverRef", execution_dir AS "executionDir", task_state AS "taskState"
+       FROM job_executions WHERE hub = $1 AND status IN ('pending', 'running') AND driver_ref IS NOT NULL`,
+      [hub],
     );
   }
 
@@ -351,16 +526,50 @@ export class ClusterRepository {
     );
   }
 
+  /** What the hub asked to kill an execution another hub follows needs to know of it. */
+  async stopTarget(id: string): Promise<{ driverRef: string | null; executionDir: string; hub: number | null } | undefined> {
+    const rows: { driverRef: string | null; executionDir: string; hub: number | null }[] = await this.dataSource.query(
+      `SELECT driver_ref AS "driverRef", execution_dir AS "executionDir", hub FROM job_executions WHERE id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
   /**
-   * Changes an execution's status and task state under its row lock, then its job's status;
-   * `change` returns false to leave it as it is (it has moved on meanwhile).
+   * Writes an execution's transition (and its job's status) if it is still `expected` (and this
+   * hub's, when `hub` is given); false when it has moved on meanwhile.
+   */
+  async transition(
+    id: string,
+    expected: ExecutionStatus,
+    hub: number | null,
+    change: ExecutionChange,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<boolean> {
+    const [{ written }]: { written: number }[] = await manager.query(TRANSITION_SQL, [
+      id,
+      change.status,
+      change.nodeId,
+      change.driverRef,
+      change.exitCode,
+      change.taskState,
+      expected,
+      hub,
+    ]);
+    return written > 0;
+  }
+
+  /**
+   * Changes an execution under its row lock, then its job's status; `change` returns false to
+   * leave it as it is (it has moved on meanwhile).
    */
   async updateExecution(id: string, change: (execution: JobExecution) => boolean): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const execution = await manager.getRepository(JobExecution).createQueryBuilder('e').setLock('pessimistic_write').where('e.id = :id', { id }).getOne();
-      if (!execution || !change(execution)) return;
-      await manager.save(JobExecution, execution);
-      await manager.query(JOB_STATUS_SQL, [execution.jobId]);
+      if (!execution) return;
+      const expected = execution.status;
+      if (!change(execution)) return;
+      await this.transition(id, expected, null, execution, manager);
     });
   }
 }

@@ -11,6 +11,7 @@ import type { RawQuery } from '../common/query/query-values.js';
 import { invalidBody } from '../common/validation/validate-input.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { HUB_VERSION } from '../common/hub-version.js';
+import { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { ProfileBindingsService } from '../execution-profiles/profile-bindings.service.js';
@@ -86,6 +87,7 @@ export class ClusterService {
     private readonly access: AccessService,
     private readonly identities: JobIdentities,
     private readonly config: HubConfig,
+    private readonly metrics: ClusterMetrics,
   ) {}
 
   version(): VersionDto {
@@ -212,7 +214,10 @@ export class ClusterService {
       },
       { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
       this.config.maxActiveJobsPerUser,
+      this.scheduler.queueNotice(),
     );
+    this.metrics.submitted();
+    // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.wake();
     return toJobResponse(job);
   }

@@ -144,10 +144,15 @@ export class JobIdentities {
       if (!candidate) continue;
       // An account holds it: it stays reserved, for no one.
       if (await lookUp(String(candidate.uid))) continue;
-      await this.dataSource.query('UPDATE job_uids SET user_id = $2 WHERE uid = $1 AND NOT EXISTS (SELECT 1 FROM job_uids WHERE user_id = $2)', [
-        candidate.uid,
-        userId,
-      ]);
+      try {
+        await this.dataSource.query('UPDATE job_uids SET user_id = $2 WHERE uid = $1 AND NOT EXISTS (SELECT 1 FROM job_uids WHERE user_id = $2)', [
+          candidate.uid,
+          userId,
+        ]);
+      } catch (error) {
+        // A concurrent first submission of the same user gave them another uid meanwhile (this one stays reserved): the next attempt reads it.
+        if ((error as { code?: string }).code !== '23505') throw error;
+      }
     }
     throw new Error(`No uid could be allocated for user ${userId} from ${this.config.jobUidBase} up`);
   }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { ClusterScheduler } from '../../src/cluster/cluster-scheduler.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Launch } from '../../src/cluster/drivers/cluster-driver.js';
+import { poll } from '../support/poll.js';
 import { bearer, problemPaths, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
 /**
@@ -122,16 +123,6 @@ function killAllUnder(dir: string): void {
         // Gone.
       }
     }
-  }
-}
-
-async function poll<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last seen: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

@@ -50,25 +50,27 @@ export interface TestHubOptions {
   readonly env?: Record<string, string>;
   /** Collects every log line (parsed), logging at `info` unless HUB_LOG_LEVEL is overridden. */
   readonly logs?: Record<string, unknown>[];
+  /** Another hub's database, to run replicas on one database; the first hub drops it when it closes. */
+  readonly databaseUrl?: string;
 }
 
 /**
  * A hub on its own fresh database (copied from the run's migrated template), through the real
  * Fastify pipeline with real authentication.
  */
-export async function startTestHub({ env = {}, logs }: TestHubOptions = {}): Promise<TestHub> {
+export async function startTestHub({ env = {}, logs, databaseUrl: shared }: TestHubOptions = {}): Promise<TestHub> {
   const serverUrl = process.env[SERVER_URL_VARIABLE];
   const template = process.env[TEMPLATE_VARIABLE];
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
-  const database = await createDatabaseFromTemplate(serverUrl, template);
+  const database = shared ? undefined : await createDatabaseFromTemplate(serverUrl, template);
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-test-'));
   // Enterable by jobs' users (when the run is root's), so that executions' directories stay in it.
   chmodSync(dataDir, 0o711);
   const cleanUp = async () => {
-    await dropDatabase(serverUrl, database);
+    if (database) await dropDatabase(serverUrl, database);
     rmSync(dataDir, { recursive: true, force: true });
   };
-  const url = databaseUrl(serverUrl, database);
+  const url = shared ?? databaseUrl(serverUrl, database as string);
   let app: NestFastifyApplication;
   const start = async () => {
     const config = loadHubConfig({

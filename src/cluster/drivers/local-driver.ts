@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import { StartupError } from '../../common/errors/startup-error.js';
@@ -21,6 +23,8 @@ const MONITOR = [
   "trap ':' TERM INT",
   'exit_file=$0 env_file=$1 cgroups=$2; shift 2',
   '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") & child=$!',
+  // Only the launch tells the hub (on descriptor 3) that the task starts: the monitor, which outlives the hub, lets go of it.
+  'exec 3>&-',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
   '"$RM" -f "$env_file"',
@@ -39,6 +43,8 @@ const TASK_INIT = [
   "trap ':' TERM INT",
   'set -a; . "$0"; set +a',
   'umask 077',
+  // The task's own process starts now: the hub is told on descriptor 3, which the task does not inherit (nor, should the hub be gone, a SIGPIPE).
+  "trap '' PIPE; printf . >&3; exec 3>&-; trap - PIPE",
   '"$@" & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
@@ -46,6 +52,8 @@ const TASK_INIT = [
 ].join('\n');
 
 const STOP_GRACE_MS = 5000;
+/** How long a start waits for the launch to say the task's process has started, before the hub records it started anyway. */
+const STARTED_WAIT_MS = 10_000;
 /** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
 const ENVIRONMENT_FILE = 'environment';
 const LIMITS_FILE = 'limits.json';
@@ -176,7 +184,11 @@ export class LocalDriver implements ClusterDriver {
    * The execution's directory belongs to the hub (traversable, not listable); `work/` and the
    * environment file belong to the job's user alone, its logs to the hub alone (opened by the
    * hub), so a task can neither rewrite its exit code nor swap its logs or its working directory
-   * for links, and no other job's user can read any of it.
+   * for links, and no other job's user can read any of it. Resolves once the task's own process
+   * has started, at the end of the launch (or the launch has ended without it).
+   *
+   * The directory's few calls are synchronous: each takes microseconds, where a trip through
+   * libuv's thread pool costs a millisecond on a loaded host, on every job's path.
    */
   async start(launch: Launch): Promise<string> {
     // A job settled to run as the hub's own user (submitted while the hub was not root) never runs as root.
@@ -185,18 +197,19 @@ export class LocalDriver implements ClusterDriver {
     const workDir = join(launch.executionDir, 'work');
     const logs = join(launch.executionDir, 'logs');
     const envFile = join(launch.executionDir, ENVIRONMENT_FILE);
-    await mkdir(workDir, { recursive: true, mode: 0o700 });
-    await mkdir(logs, { recursive: true, mode: 0o700 });
-    await chmod(dirname(launch.executionDir), 0o711);
-    await chmod(launch.executionDir, 0o711);
-    await writeFile(envFile, environmentFile(launch.env), { mode: 0o400 });
+    mkdirSync(workDir, { recursive: true, mode: 0o700 });
+    mkdirSync(logs, { recursive: true, mode: 0o700 });
+    chmodSync(dirname(launch.executionDir), 0o711);
+    chmodSync(launch.executionDir, 0o711);
+    writeFileSync(envFile, environmentFile(launch.env), { mode: 0o400 });
     const identity = launch.identity;
     if (identity) {
-      await chown(workDir, identity.uid, identity.gid);
-      await chown(envFile, identity.uid, identity.gid);
+      chownSync(workDir, identity.uid, identity.gid);
+      chownSync(envFile, identity.uid, identity.gid);
     }
     const cgroups = await this.limit(launch);
-    const [stdout, stderr] = await Promise.all([open(join(logs, 'stdout'), 'a', 0o600), open(join(logs, 'stderr'), 'a', 0o600)]);
+    const stdout = openSync(join(logs, 'stdout'), 'a', 0o600);
+    const stderr = openSync(join(logs, 'stderr'), 'a', 0o600);
     // Relative to the working directory it starts in, so that the job's user need not be able to traverse the directories above.
     const task = [this.programs.sh, '-c', TASK_INIT, join('..', ENVIRONMENT_FILE), launch.command, ...launch.args];
     try {
@@ -204,7 +217,7 @@ export class LocalDriver implements ClusterDriver {
         cwd: workDir,
         env: { ...PRIVILEGED_ENV, MV: this.programs.mv, RM: this.programs.rm },
         detached: true,
-        stdio: ['ignore', stdout.fd, stderr.fd],
+        stdio: ['ignore', stdout, stderr, 'pipe'],
       });
       const pid = await new Promise<number>((resolve, reject) => {
         child.once('spawn', () => resolve(child.pid as number));
@@ -217,10 +230,30 @@ export class LocalDriver implements ClusterDriver {
         this.changed();
       });
       child.unref();
+      closeSync(stdout);
+      closeSync(stderr);
+      await this.taskStarted(child.stdio[3] as Readable);
       return String(pid);
-    } finally {
-      await Promise.all([stdout.close(), stderr.close()]);
+    } catch (error) {
+      closeSync(stdout);
+      closeSync(stderr);
+      throw error;
     }
+  }
+
+  /** Until the launch says the task's process starts (or the launch is over without it, or it takes too long); the hub's end of the pipe is then closed. */
+  private taskStarted(pipe: Readable): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        pipe.destroy();
+        resolve();
+      };
+      const timer = setTimeout(done, STARTED_WAIT_MS);
+      pipe.once('data', done);
+      pipe.once('close', done);
+      pipe.once('error', done);
+    });
   }
 
   async outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>> {
@@ -309,8 +342,9 @@ export class LocalDriver implements ClusterDriver {
     // Its background leftovers end with it, as when the hub saw it exit.
     this.signal(pid, 'SIGKILL');
     const ended = await outcomeFromExitCode(execution.executionDir);
-    if (!watched) return ended ?? LOST;
+    // Nothing is kept of an execution that has ended.
     this.watched.delete(execution.executionId);
+    if (!watched) return ended ?? LOST;
     // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
     const noted = await readFile(join(execution.executionDir, ENDED_BY_FILE), 'utf8').catch(() => '');
     const limit = (LIMIT_NAMES as readonly string[]).includes(noted)
@@ -319,7 +353,8 @@ export class LocalDriver implements ClusterDriver {
         ? await this.options.cgroups?.exceeded(execution.executionId, watched.limits)
         : undefined;
     if (watched.cgroups) await this.options.cgroups?.remove(execution.executionId);
-    if (!ended) return LOST;
+    // Killed for a limit with its whole group, the monitor may have had no time to write an exit code: the limit is still why it ended.
+    if (!ended) return limit ? { state: 'failed', exitCode: 137, message: limitMessage(limit, watched.limits), limit } : LOST;
     return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits), limit } : ended;
   }
 

@@ -34,6 +34,8 @@ export interface TaskState {
 @Index('job_executions_node_id_idx', ['nodeId'])
 @Index('job_executions_created_idx', ['created', 'id'])
 @Index('job_executions_pending_idx', { synchronize: false })
+@Index('job_executions_active_node_idx', { synchronize: false })
+@Index('job_executions_active_hub_idx', { synchronize: false })
 export class JobExecution {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -67,6 +69,14 @@ export class JobExecution {
   /** MiB. */
   @Column({ name: 'reserved_memory', type: 'integer' })
   reservedMemory!: number;
+
+  /** Its job's, fixed at submission: the queue's order is read from one index of executions. */
+  @Column({ type: 'integer', default: 50 })
+  priority!: number;
+
+  /** The number of the hub that claimed it: that hub alone starts, follows and settles it (until another adopts it). */
+  @Column({ type: 'integer', nullable: true })
+  hub!: number | null;
 
   @Column({ name: 'driver_ref', type: 'text', nullable: true })
   driverRef!: string | null;

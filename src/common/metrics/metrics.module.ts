@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
+import { ClusterMetrics } from './cluster-metrics.js';
 import { MetricsService } from './metrics.service.js';
 
 @Global()
-@Module({ providers: [MetricsService], exports: [MetricsService] })
+@Module({ providers: [MetricsService, ClusterMetrics], exports: [MetricsService, ClusterMetrics] })
 export class MetricsModule {}

@@ -1,0 +1,307 @@
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ClusterScheduler } from '../../src/cluster/cluster-scheduler.js';
+import { CLUSTER_DRIVER } from '../../src/cluster/drivers/cluster-driver.js';
+import { freezeClock } from '../support/test-clock.js';
+import { poll } from '../support/poll.js';
+import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
+
+/**
+ * What the job path's speed must not break (api-map §9; timing is bench/cluster.ts's): every
+ * execution starts exactly once, whether submissions come at once to one hub or to three hubs on
+ * one database sharing the local node; a hub that dies leaves what it started to one sharing its
+ * node; a freed CPU is refilled on the process's end, not on a tick; finished jobs leave nothing
+ * behind in the hub's memory.
+ */
+
+interface Job {
+  id: string;
+}
+interface Execution {
+  id: string;
+  status: string;
+  taskStates: { main: { startedAt?: string; events: { type: string }[] } };
+}
+
+const API = '/api/v2/cluster';
+
+/** A directory every task may write in (tasks run as hub-jobs when the suite runs as root). */
+function openDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o777);
+  return dir;
+}
+
+/** Kills whatever still runs from a directory (the suite's own jobs). */
+function killAllUnder(dir: string): void {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(dir)) process.kill(-Number(entry), 'SIGKILL');
+    } catch {
+      // Gone, or not a group leader.
+    }
+  }
+}
+
+function clientOf(hub: TestHub) {
+  const headers = { ...bearer(hub.adminToken), 'content-type': 'application/json' };
+  const get = async <T>(url: string): Promise<T> => {
+    const response = await hub.inject({ method: 'GET', url, headers });
+    expect([url, response.statusCode]).toEqual([url, 200]);
+    return response.json<T>();
+  };
+  const client = {
+    profileId: async () => (await get<{ data: { _id: string }[] }>('/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard')).data[0]._id,
+    submit: async (name: string, profileId: string, script: string): Promise<Job> => {
+      const response = await hub.inject({
+        method: 'POST',
+        url: `${API}/jobs`,
+        headers,
+        payload: JSON.stringify({ name, namespace: 'default', executionProfileId: profileId, task: { command: 'sh', args: ['-c', script] } }),
+      });
+      expect([response.statusCode, response.body]).toEqual([201, response.body]);
+      return response.json<Job>();
+    },
+    executionOf: async (jobId: string): Promise<Execution> => {
+      const page = await get<{ data: { id: string }[] }>(`${API}/executions?filter[jobId][EQ]=${jobId}`);
+      return get<Execution>(`${API}/executions/${page.data[0].id}`);
+    },
+    until: (jobId: string, status: string) =>
+      poll(
+        () => client.executionOf(jobId),
+        (execution) => execution.status === status,
+        `job ${jobId} to be ${status}`,
+      ),
+    /** Waits until no job is pending or running; then how many executions ended in each status. */
+    allDone: async (timeoutMs = 120_000): Promise<Record<string, number>> => {
+      await poll(
+        () => get<{ total: number }>(`${API}/jobs?filter[status][IN]=pending,running&page[limit]=1`),
+        (page) => page.total === 0,
+        'every job to end',
+        timeoutMs,
+      );
+      const counts: Record<string, number> = {};
+      for (const status of ['completed', 'failed', 'lost'])
+        counts[status] = (await get<{ total: number }>(`${API}/executions?filter[status][EQ]=${status}&page[limit]=1`)).total;
+      return counts;
+    },
+    workDir: (sharedDir: string, executionId: string) => join(sharedDir, 'executions', executionId, 'work'),
+  };
+  return client;
+}
+
+/** Each task appends its execution's id to `file`: an id written twice is an execution started twice. */
+const recordingScript = (file: string) => `echo "$HUB_EXECUTION_ID" >> ${file}`;
+
+function linesOf(file: string): string[] {
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean);
+}
+
+describe('the job path', () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) {
+      killAllUnder(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  const dir = (prefix: string) => {
+    const made = openDir(prefix);
+    dirs.push(made);
+    return made;
+  };
+
+  it('starts every job once when 200 are submitted at once to one hub', async () => {
+    const sharedDir = dir('hub-path-one-');
+    const record = join(dir('hub-path-record-'), 'started');
+    writeFileSync(record, '');
+    chmodSync(record, 0o666);
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const jobs = await Promise.all(Array.from({ length: 200 }, (_, index) => c.submit(`once-${index}`, profileId, recordingScript(record))));
+      expect(new Set(jobs.map((job) => job.id)).size).toBe(200);
+      expect(await c.allDone()).toEqual({ completed: 200, failed: 0, lost: 0 });
+      const lines = linesOf(record);
+      expect(lines).toHaveLength(200);
+      expect(new Set(lines).size).toBe(200);
+    } finally {
+      await hub.close();
+    }
+  }, 180_000);
+
+  it('starts every job once with three hubs on one database sharing the local node, each submitted to in turn', async () => {
+    const record = join(dir('hub-path-record-'), 'started');
+    writeFileSync(record, '');
+    chmodSync(record, 0o666);
+    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-a-') } });
+    const others = [
+      await startTestHub({
+        databaseUrl: first.databaseUrl,
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-b-') },
+      }),
+      await startTestHub({
+        databaseUrl: first.databaseUrl,
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-c-') },
+      }),
+    ];
+    const hubs = [first, ...others];
+    try {
+      const clients = hubs.map(clientOf);
+      const profileId = await clients[0].profileId();
+      const script = `${recordingScript(record)}; sleep 0.02`;
+      const jobs = await Promise.all(Array.from({ length: 300 }, (_, index) => clients[index % 3].submit(`replicas-${index}`, profileId, script)));
+      expect(new Set(jobs.map((job) => job.id)).size).toBe(300);
+      expect(await clients[1].allDone()).toEqual({ completed: 300, failed: 0, lost: 0 });
+      const lines = linesOf(record);
+      expect(lines).toHaveLength(300);
+      expect(new Set(lines).size).toBe(300);
+      // Each was started by one hub and recorded started once.
+      for (const job of jobs.slice(0, 30)) {
+        const execution = await clients[2].executionOf(job.id);
+        expect(execution.taskStates.main.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+      }
+    } finally {
+      for (const hub of others) await hub.close();
+      await first.close();
+    }
+  }, 240_000);
+
+  it('leaves what a hub started to a live hub sharing its node when it dies, which settles it once', async () => {
+    const sharedDir = dir('hub-path-takeover-');
+    const primary = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    const dying = await startTestHub({
+      databaseUrl: primary.databaseUrl,
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir },
+    });
+    try {
+      const c = clientOf(primary);
+      const profileId = await c.profileId();
+      const job = await clientOf(dying).submit('orphan', profileId, 'until [ -e go ]; do sleep 0.05; done');
+      const running = await c.until(job.id, 'running');
+      // While the hub that started it lives, the other leaves it alone, whatever its ticks find.
+      const survivor = primary.app.get(ClusterScheduler);
+      for (let tick = 0; tick < 5; tick += 1) await survivor.tickOnSchedule();
+      expect((await c.executionOf(job.id)).status).toBe('running');
+      await dying.close();
+      // The survivor adopts it at its next look for dead hubs' work, and settles it when it ends.
+      for (let tick = 0; tick < 5; tick += 1) await survivor.tickOnSchedule();
+      writeFileSync(join(c.workDir(sharedDir, running.id), 'go'), '');
+      const done = await poll(
+        async () => {
+          await survivor.tickOnSchedule();
+          return c.executionOf(job.id);
+        },
+        (execution) => execution.status !== 'running',
+        'the adopted execution to end',
+        20_000,
+      );
+      expect(done.status).toBe('completed');
+      expect(done.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Started', 'Terminated']);
+    } finally {
+      await dying.close().catch(() => undefined);
+      await primary.close();
+    }
+  }, 60_000);
+
+  it('refills a freed CPU when its process ends, with no tick running (the clock stands still), and counts it in /metrics', async () => {
+    const sharedDir = dir('hub-path-refill-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
+    try {
+      hub.app.get(SchedulerRegistry).deleteInterval('cluster-tick');
+      freezeClock(hub);
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      // Started in its request's own turn: no tick is left to start it.
+      const first = await c.submit('first', profileId, 'until [ -e go ]; do sleep 0.05; done');
+      const running = await c.until(first.id, 'running');
+      const second = await c.submit('second', profileId, 'true');
+      await poll(
+        () => c.executionOf(second.id),
+        (execution) => execution.taskStates.main.events.some((event) => event.type === 'Queued'),
+        'the second job to wait for a CPU',
+      );
+      const metrics = async () => (await hub.inject({ method: 'GET', url: '/metrics', headers: bearer(hub.adminToken) })).body;
+      // The job path's own figures, as the database has them (gauges) and as this hub did (counters).
+      const busy = await metrics();
+      expect(busy).toMatch(new RegExp(`^hub_cluster_executions\\{status="running",node="${hostname()}"\\} 1$`, 'm'));
+      expect(busy).toMatch(/^hub_cluster_executions\{status="pending",node=""\} 1$/m);
+      expect(busy).toMatch(new RegExp(`^hub_cluster_free_slots\\{node="${hostname()}"\\} 0$`, 'm'));
+      writeFileSync(join(c.workDir(sharedDir, running.id), 'go'), '');
+      const done = await c.until(second.id, 'completed');
+      expect(done.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Queued', 'Started', 'Terminated']);
+      expect((await c.executionOf(first.id)).status).toBe('completed');
+      const idle = await metrics();
+      expect(idle).toMatch(/^hub_cluster_submissions_total 2$/m);
+      expect(idle).toMatch(new RegExp(`^hub_cluster_execution_starts_total\\{node="${hostname()}"\\} 2$`, 'm'));
+      expect(idle).toMatch(/^hub_cluster_execution_ends_total\{outcome="completed"\} 2$/m);
+      expect(idle).toMatch(/^hub_cluster_start_latency_seconds_count 2$/m);
+      expect(idle).toMatch(new RegExp(`^hub_cluster_free_slots\\{node="${hostname()}"\\} 1$`, 'm'));
+      expect(idle).not.toMatch(/^hub_cluster_executions\{/m);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
+  it("keeps each user's count of active jobs exact: concurrent submissions past HUB_MAX_ACTIVE_JOBS_PER_USER get 429, ended jobs make room", async () => {
+    const sharedDir = dir('hub-path-quota-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_MAX_ACTIVE_JOBS_PER_USER: '3', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const gate = join(dir('hub-path-gate-'), 'go');
+      const body = (name: string) =>
+        JSON.stringify({
+          name,
+          namespace: 'default',
+          executionProfileId: profileId,
+          task: { command: 'sh', args: ['-c', `until [ -e ${gate} ]; do sleep 0.05; done`] },
+        });
+      const headers = { ...bearer(hub.adminToken), 'content-type': 'application/json' };
+      const replies = await Promise.all(
+        Array.from({ length: 10 }, (_, index) => hub.inject({ method: 'POST', url: `${API}/jobs`, headers, payload: body(`quota-${index}`) })),
+      );
+      expect(replies.map((reply) => reply.statusCode).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429, 429, 429]);
+      // Once they have ended, their places are given back.
+      writeFileSync(gate, '');
+      expect(await c.allDone()).toEqual({ completed: 3, failed: 0, lost: 0 });
+      const again = await Promise.all(
+        Array.from({ length: 4 }, (_, index) => hub.inject({ method: 'POST', url: `${API}/jobs`, headers, payload: body(`again-${index}`) })),
+      );
+      expect(again.map((reply) => reply.statusCode).sort()).toEqual([201, 201, 201, 429]);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
+  it('keeps nothing of finished jobs in memory: no start under way, no process handle, no listener per job', async () => {
+    const sharedDir = dir('hub-path-memory-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const scheduler = hub.app.get<ClusterScheduler, { starting: Set<unknown> }>(ClusterScheduler);
+      const driver = hub.app.get<unknown, { listeners: unknown[]; watched: Map<string, unknown> }>(CLUSTER_DRIVER);
+      const handles = () => process.getActiveResourcesInfo().filter((kind) => kind === 'ProcessWrap').length;
+      const listenersBefore = driver.listeners.length;
+      const handlesBefore = handles();
+      await Promise.all(Array.from({ length: 100 }, (_, index) => c.submit(`memory-${index}`, profileId, 'true')));
+      expect(await c.allDone()).toEqual({ completed: 100, failed: 0, lost: 0 });
+      await poll(
+        () => Promise.resolve(scheduler.starting.size),
+        (size) => size === 0,
+        'the starts to be forgotten',
+      );
+      expect(driver.listeners.length).toBe(listenersBefore);
+      expect(driver.watched.size).toBe(0);
+      expect(handles()).toBeLessThanOrEqual(handlesBefore);
+    } finally {
+      await hub.close();
+    }
+  }, 120_000);
+});
