@@ -6,6 +6,7 @@ import { AccessControl1795335943039 } from './1795335943039-AccessControl.js';
 import { AuthDomains1795340754133 } from './1795340754133-AuthDomains.js';
 import { ExecutionProfiles1795341123748 } from './1795341123748-ExecutionProfiles.js';
 import { Cluster1795342955296 } from './1795342955296-Cluster.js';
+import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -16,4 +17,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   AuthDomains1795340754133,
   ExecutionProfiles1795341123748,
   Cluster1795342955296,
+  ListsAtScale1795355000000,
 ];

@@ -8,6 +8,7 @@ import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 
 /** An execution as lists and single reads show it, with its node's name and its job's namespace and owner. */
 export interface ExecutionRow {
@@ -65,10 +66,11 @@ export interface NewJob {
   readonly properties: Record<string, string>;
 }
 
+/** Executions as lists show them; each carries its job's namespace and owner, which access narrows by. */
 const EXECUTIONS_SQL = `
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", j.namespace_id AS "namespaceId", j.owner_id AS "ownerId"
-  FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
 
 /** A job's status from its executions': dead once all have ended (when the last one did), running while one runs. */
 const JOB_STATUS_SQL = `
@@ -191,7 +193,10 @@ export class ClusterRepository {
 
   listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
     const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
-    return fetchListPage(whereInScopeOrOwned(jobs, 'job.namespace_id', scope, 'job.owner_id', callerId), query);
+    return fetchListPage(whereInScopeOrOwned(jobs, 'job.namespace_id', scope, 'job.owner_id', callerId), query, {
+      counts: JOB_LIST_QUERY.counts,
+      scope: { namespaces: scope, ownerId: callerId },
+    });
   }
 
   /** Per job, how many of its executions are in each state. */
@@ -248,7 +253,10 @@ export class ClusterRepository {
 
   listExecutions(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ExecutionRow>> {
     const executions = this.dataSource.createQueryBuilder().from<ExecutionRow>(`(${EXECUTIONS_SQL})`, 'execution');
-    return fetchListPage(whereInScopeOrOwned(executions, 'execution."namespaceId"', scope, 'execution."ownerId"', callerId), query);
+    return fetchListPage(whereInScopeOrOwned(executions, 'execution."namespaceId"', scope, 'execution."ownerId"', callerId), query, {
+      counts: EXECUTION_LIST_QUERY.counts,
+      scope: { namespaces: scope, ownerId: callerId },
+    });
   }
 
   findExecution(id: string): Promise<JobExecution | null> {

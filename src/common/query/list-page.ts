@@ -1,6 +1,6 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
 import type { NamespaceScope } from '../http/access-scope.js';
-import type { FilterCondition, ListQuery } from './list-query.js';
+import type { FilterCondition, ListCounts, ListQuery } from './list-query.js';
 
 /** One page of a list and the number of items matching its filters. */
 export interface ListPage<T> {
@@ -34,8 +34,12 @@ function conditionSql(condition: FilterCondition, column: string, name: string):
       return { sql: `${column} = ANY(:${name})`, value };
     case 'CO':
     case 'SW':
-    case 'ST':
-      return { sql: `${column} ILIKE :${name} ESCAPE '\\'`, value: likePattern(value as string, operator) };
+    case 'ST': {
+      // A prefix on a prefix column is a range of its btree index; anything else is matched case-blind.
+      const prefixColumn = operator === 'CO' ? undefined : condition.spec.prefixColumn;
+      const sql = prefixColumn ? `${prefixColumn} LIKE lower(:${name}) ESCAPE '\\'` : `${column} ILIKE :${name} ESCAPE '\\'`;
+      return { sql, value: likePattern(value as string, operator) };
+    }
     case 'PR':
       return { sql: presence(condition, column, value as boolean) };
     case 'LT':
@@ -82,19 +86,103 @@ function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>): void {
   }
 }
 
+/** Offsets from which a page is read by its keys alone, and from the nearer end of the list. */
+const DEEP_OFFSET = 10_000;
+
+/** What a list runs, for a tool that records it (the committed list-query plans); none in the hub. */
+export type ListQueryObserver = (sql: string, parameters: readonly unknown[]) => void;
+let observer: ListQueryObserver | undefined;
+
+export function observeListQueries(next: ListQueryObserver | undefined): void {
+  observer = next;
+}
+
+/** Runs SQL made from a list's builder on that builder's connection. */
+function run<R>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[]): Promise<R> {
+  observer?.(sql, parameters);
+  return qb.connection.query<R>(sql, parameters);
+}
+
+/** Who a list is narrowed for: the namespaces of their access and, when they see their own items anywhere, their id. */
+export interface ListScope {
+  readonly namespaces: NamespaceScope;
+  readonly ownerId?: string;
+}
+
+export interface PageOptions {
+  /** Counts kept for `total` (the list spec's `counts`), used when every filter is one they are kept by. */
+  readonly counts?: ListCounts;
+  /** The scope the builder is narrowed to, for the counts to be narrowed alike. */
+  readonly scope?: ListScope;
+}
+
 /**
  * Runs a list query over a query builder on one flat entity or derived table (holding any scoping
- * `where` of its own): the filtered count and the sorted page, in parallel. The builder makes the SQL, which runs
+ * `where` of its own): the filtered count and the sorted page. The builder makes the SQL, which runs
  * as plain SQL: executing through the builder (getMany, even getRawMany) cost more CPU than all the
  * rest of a list request in the hub's own code. Items are rows with each column under its property
  * name, not entity instances, as mappers only read properties (so column transformers are not
  * applied: list entities have none). Both run on pooled connections, outside any transaction.
+ *
+ * `total` comes from kept counts when `options.counts` serves the request, else from counting the
+ * matching rows (through the indexes the list declares). A page from DEEP_OFFSET on is read by its
+ * keys first (an index-only scan) and from whichever end of the list is nearer, which `total` tells.
  */
-export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<ListPage<T>> {
+export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, options: PageOptions = {}): Promise<ListPage<T>> {
   whereFilters(qb, query.filters);
-  const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
-  const [count, items] = await Promise.all([qb.connection.query<{ count: string }[]>(countSql, countParameters), selectSorted(qb, query, true)]);
-  return { items, totalCount: Number(count[0]?.count ?? 0) };
+  if (query.offset < DEEP_OFFSET) {
+    const [totalCount, items] = await Promise.all([countMatching(qb, query, options), selectSorted(qb, query, true)]);
+    return { items, totalCount };
+  }
+  const totalCount = await countMatching(qb, query, options);
+  return { items: query.offset >= totalCount ? [] : await selectDeep(qb, query, totalCount), totalCount };
+}
+
+/** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
+async function countMatching(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions): Promise<number> {
+  const counts = options.counts;
+  const counted = counts && query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+  let count: SelectQueryBuilder<ObjectLiteral>;
+  if (counted) {
+    count = qb.connection.createQueryBuilder().from(counts.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
+    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counts.filters[condition.field]}` } }));
+    whereFilters(count, columns);
+    const scope = options.scope;
+    if (scope) {
+      if (scope.ownerId === undefined) whereInScope(count, `counts.${counts.namespace}`, scope.namespaces);
+      else whereInScopeOrOwned(count, `counts.${counts.namespace}`, scope.namespaces, `counts.${counts.owner}`, scope.ownerId);
+    }
+  } else {
+    count = qb.clone().select('COUNT(*)', 'count');
+  }
+  const [sql, parameters] = count.getQueryAndParameters();
+  const rows = await run<{ count: string }[]>(qb, sql, parameters);
+  return Number(rows[0]?.count ?? 0);
+}
+
+/** Orders a builder by a list query's sort, reversed or not, the tie-breaker last. */
+function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, reversed: boolean): void {
+  const direction = query.sort.descending !== reversed ? 'DESC' : 'ASC';
+  qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction);
+}
+
+/**
+ * A deep page: its keys, read from the nearer end of the list (past the middle, in the reverse
+ * order, at `total - offset - limit`), then its rows by key, in the query's order.
+ */
+function selectDeep<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, total: number): Promise<T[]> {
+  const reversed = query.offset > total / 2;
+  const keys = qb.clone().select(query.sort.tieBreaker, 'key');
+  orderBy(keys, query, reversed);
+  const end = Math.min(total, query.offset + query.limit);
+  keys.offset(reversed ? total - end : query.offset).limit(end - query.offset);
+  const rows = qb.clone();
+  rows.expressionMap.wheres = [];
+  rows.where(`${query.sort.tieBreaker} IN (${keys.getQuery()})`, keys.getParameters());
+  selectRowColumns(rows);
+  orderBy(rows, query, false);
+  const [sql, parameters] = rows.getQueryAndParameters();
+  return run<T[]>(qb, sql, parameters);
 }
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
@@ -113,11 +201,10 @@ export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
 function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean): Promise<T[]> {
   selectRowColumns(qb);
-  const direction = query.sort.descending ? 'DESC' : 'ASC';
-  qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction);
+  orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   const [sql, parameters] = qb.getQueryAndParameters();
-  return qb.connection.query<T[]>(sql, parameters);
+  return run<T[]>(qb, sql, parameters);
 }
 
 /** The condition of a namespace scope on `column` and its parameters; none when the scope is everything. */
