@@ -264,7 +264,7 @@ async function main(): Promise<void> {
     await migrate(dataSource);
     await seedMillion(url, MILLION, (line) => console.log(`  seeded ${line}`), { rebuildIndexes: true });
     await client.connect();
-    const one = async (text: string) => ((await client.query<{ id: string }>(text)).rows[0]).id;
+    const one = async (text: string) => (await client.query<{ id: string }>(text)).rows[0].id;
     const seeded: Seeded = {
       namespaceId: await one(`SELECT id FROM namespaces WHERE name = 'seed-ns-03'`),
       userId: await one(`SELECT id FROM users WHERE user_name = 'seed-user-007'`),

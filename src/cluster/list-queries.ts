@@ -42,8 +42,8 @@ export const JOB_LIST_QUERY = defineListQuery({
       submitTime: 'cluster_jobs_submit_time_idx',
     },
     filters: {
-      name: 'cluster_jobs_name_lower_idx',
-      status: 'cluster_jobs_status_submit_time_idx',
+      name: ['cluster_jobs_name_lower_idx', 'cluster_jobs_name_trgm_idx'],
+      status: ['cluster_jobs_status_submit_time_idx', 'cluster_jobs_status_idx'],
       type: { unindexed: 'two values, each a large share of the jobs: the index of the sort finds a page sooner' },
       submitTime: 'cluster_jobs_submit_time_idx',
     },
