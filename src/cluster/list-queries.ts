@@ -66,7 +66,7 @@ export const EXECUTION_LIST_QUERY = defineListQuery({
   indexes: {
     sorts: { creationTime: 'job_executions_created_idx', modifiedTime: 'job_executions_modified_idx' },
     filters: {
-      jobId: 'job_executions_job_id_idx',
+      jobId: 'job_executions_job_status_idx',
       nodeId: 'job_executions_node_created_idx',
       status: 'job_executions_status_created_idx',
       creationTime: 'job_executions_created_idx',

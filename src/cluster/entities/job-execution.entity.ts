@@ -30,7 +30,7 @@ export interface TaskState {
  * process id, a Slurm job id); `executionDir` holds its working directory and its logs.
  */
 @Entity({ name: 'job_executions' })
-@Index('job_executions_job_id_idx', ['jobId'])
+@Index('job_executions_job_status_idx', ['jobId', 'status'])
 @Index('job_executions_node_created_idx', ['nodeId', 'created', 'id'])
 @Index('job_executions_namespace_created_idx', ['namespaceId', 'created', 'id'])
 @Index('job_executions_owner_created_idx', ['ownerId', 'created', 'id'])

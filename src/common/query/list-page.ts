@@ -125,17 +125,20 @@ export interface PageOptions {
  * applied: list entities have none). Both run on pooled connections, outside any transaction.
  *
  * `total` comes from kept counts when `options.counts` serves the request, else from counting the
- * matching rows (through the indexes the list declares). A page from DEEP_OFFSET on is read by its
- * keys first (an index-only scan) and from whichever end of the list is nearer, which `total` tells.
+ * matching rows (through the indexes the list declares). A page of a table, and any page from
+ * DEEP_OFFSET on, is read by its keys first (an index-only scan where the sort's index holds the
+ * filtered columns); a deep one from whichever end of the list is nearer, which `total` tells.
  */
 export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, options: PageOptions = {}): Promise<ListPage<T>> {
   whereFilters(qb, query.filters);
+  // A table's page is found by its keys first: an index-only scan when the sort's index holds the filtered columns.
+  const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0;
   if (query.offset < DEEP_OFFSET) {
-    const [totalCount, items] = await Promise.all([countMatching(qb, query, options), selectSorted(qb, query, true)]);
+    const [totalCount, items] = await Promise.all([countMatching(qb, query, options), byKeys ? selectByKeys(qb, query) : selectSorted(qb, query, true)]);
     return { items, totalCount };
   }
   const totalCount = await countMatching(qb, query, options);
-  return { items: query.offset >= totalCount ? [] : await selectDeep(qb, query, totalCount), totalCount };
+  return { items: query.offset >= totalCount ? [] : await selectByKeys(qb, query, totalCount), totalCount };
 }
 
 /** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
@@ -167,15 +170,15 @@ function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, revers
 }
 
 /**
- * A deep page: its keys, read from the nearer end of the list (past the middle, in the reverse
- * order, at `total - offset - limit`), then its rows by key, in the query's order.
+ * A page by its keys, then its rows by key, in the query's order. Given `total`, a page past the
+ * middle of the list is read from its end, in the reverse order, at `total - offset - limit`.
  */
-function selectDeep<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, total: number): Promise<T[]> {
-  const reversed = query.offset > total / 2;
+function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, total?: number): Promise<T[]> {
+  const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
-  const end = Math.min(total, query.offset + query.limit);
-  keys.offset(reversed ? total - end : query.offset).limit(end - query.offset);
+  const end = Math.min(total ?? Infinity, query.offset + query.limit);
+  keys.offset(reversed ? (total as number) - end : query.offset).limit(end - query.offset);
   const rows = qb.clone();
   rows.expressionMap.wheres = [];
   rows.where(`${query.sort.tieBreaker} IN (${keys.getQuery()})`, keys.getParameters());
