@@ -31,7 +31,7 @@ import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { AUDIT_LIST_QUERY, ROLE_BINDING_LIST_QUERY } from '../src/rbac/list-queries.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { MILLION, seededTime, seedMillion } from './million.js';
-import { ROOT } from './support.js';
+import { ROOT, sql } from './support.js';
 
 const DATABASE = 'hub_list_snapshots';
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -219,16 +219,6 @@ function databaseUrl(database: string): string {
   return url.toString();
 }
 
-async function admin(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A readable statement: a line for each clause of the outer query. */
 function format(sql: string): string {
   return sql.replace(/ (FROM|WHERE|ORDER BY|LIMIT|OFFSET) /g, '\n  $1 ').replace(/ (AND|OR) /g, ' $1 ');
@@ -251,8 +241,8 @@ function declaredFor(spec: ListQuerySpec, query: ReturnType<typeof parseListQuer
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   const began = performance.now();
-  await admin(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${DATABASE}`);
+  await sql(SERVER_URL, `DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+  await sql(SERVER_URL, `CREATE DATABASE ${DATABASE}`);
   const url = databaseUrl(DATABASE);
   void AppModule; // loaded for its areas' entity declarations
   const dataSource = new DataSource(dataSourceOptions(url, DatabaseModule.entities(), 4));
@@ -309,7 +299,7 @@ async function main(): Promise<void> {
     observeListQueries(undefined);
     await client.end().catch(() => undefined);
     if (dataSource.isInitialized) await dataSource.destroy();
-    await admin(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+    await sql(SERVER_URL, `DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
   }
   let differ = 0;
   for (const [path, lines] of files) {

@@ -149,7 +149,7 @@ async function main(): Promise<void> {
       console.log(`| ${list.name} | ${last.total} | ${last.data.length} | ${p50Ms} | ${p99Ms} | ${list.target.join('/')}${met ? '' : ' MISSED'} |`);
     }
     const date = new Date().toISOString();
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, PostgreSQL ${(await query<{ v: string }>(url, 'SHOW server_version'))[0].v}`;
+    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, PostgreSQL ${(await query<{ v: string }>(url, `SELECT current_setting('server_version') AS v`))[0].v}`;
     const p50s = results.map((r) => r.p50Ms).sort((a, b) => a - b);
     console.log(
       `\nlists: ${results.length} lists, ${REQUESTS} requests each; median p50 ${percentile(p50s, 0.5)} ms, worst p50 ${p50s[p50s.length - 1]} ms, ` +

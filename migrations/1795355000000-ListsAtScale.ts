@@ -6,6 +6,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * - An index behind every filter and sort the cluster lists allow, each ending in `id` (the
  *   lists' tie-breaker) so that a page is read in index order; those led by the namespace and the
  *   owner serve lists narrowed by access. They replace the single-column indexes they start with.
+ * - Audit records matched by an object's prefix through a btree range, not a trigram guess.
  * - Partial indexes on the rare side of the user and group flags lists filter on.
  * - Executions carry their job's namespace and owner (set on insert from the job; the owner set to
  *   null with the user, as the job's is), so that access narrows them through an index rather than
@@ -31,7 +32,9 @@ export class ListsAtScale1795355000000 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "cluster_jobs_status_submit_time_idx" ON "cluster_jobs" ("status", "submit_time", "id") ${scoped}`);
     await queryRunner.query(`CREATE INDEX "cluster_jobs_status_idx" ON "cluster_jobs" ("status", "id") ${scoped}`);
     await queryRunner.query(`CREATE INDEX "cluster_jobs_type_idx" ON "cluster_jobs" ("type", "id") ${scoped}`);
-    await queryRunner.query(`CREATE INDEX "cluster_jobs_name_lower_idx" ON "cluster_jobs" ((lower("name") COLLATE "C"), "id") ${scoped}`);
+    await queryRunner.query(
+      `CREATE INDEX "cluster_jobs_name_lower_idx" ON "cluster_jobs" ((lower("name") COLLATE "C"), "id") INCLUDE ("namespace_id", "owner_id", "name")`,
+    );
     await queryRunner.query(`CREATE INDEX "cluster_jobs_name_trgm_idx" ON "cluster_jobs" USING gin ("name" gin_trgm_ops) WITH (fastupdate = off)`);
 
     // Executions.
@@ -67,6 +70,9 @@ export class ListsAtScale1795355000000 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "users_inactive_idx" ON "users" (lower("user_name"), "id") WHERE NOT "active"`);
     await queryRunner.query(`CREATE INDEX "users_invitation_pending_idx" ON "users" (lower("user_name"), "id") WHERE "invitation_pending"`);
     await queryRunner.query(`CREATE INDEX "groups_system_idx" ON "groups" (lower("name"), "id") WHERE "system"`);
+
+    // Audit records by an object's prefix: a range of this index, as the cluster job names'.
+    await queryRunner.query(`CREATE INDEX "audit_records_object_prefix_idx" ON "audit_records" ((lower("object") COLLATE "C"), "id")`);
 
     // Counts.
     await queryRunner.query(
@@ -122,6 +128,7 @@ export class ListsAtScale1795355000000 implements MigrationInterface {
     await queryRunner.query(`DROP TRIGGER "job_executions_from_job" ON "job_executions"`);
     await queryRunner.query(`DROP FUNCTION "job_executions_from_job"()`);
     for (const index of [
+      'audit_records_object_prefix_idx',
       'groups_system_idx',
       'users_invitation_pending_idx',
       'users_inactive_idx',

@@ -8,6 +8,7 @@ import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 
 /** An execution as lists and single reads show it, with its node's name and its job's namespace and owner. */
@@ -65,6 +66,9 @@ export interface NewJob {
   readonly task: TaskSpec;
   readonly properties: Record<string, string>;
 }
+
+/** What job list items show (toJobListItem): the task and properties, which may be large, are left unread. */
+const JOB_LIST_COLUMNS: readonly (keyof JobListRow)[] = ['id', 'name', 'status', 'type', 'priority', 'submitTime', 'namespaceId', 'ownerId'];
 
 /** Executions as lists show them; each carries its job's namespace and owner, which access narrows by. */
 const EXECUTIONS_SQL = `
@@ -191,11 +195,13 @@ export class ClusterRepository {
     });
   }
 
-  listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
+  /** A page of jobs with what list items show (not their task): see JOB_LIST_COLUMNS. */
+  listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<JobListRow>> {
     const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
     return fetchListPage(whereInScopeOrOwned(jobs, 'job.namespace_id', scope, 'job.owner_id', callerId), query, {
       counts: JOB_LIST_QUERY.counts,
       scope: { namespaces: scope, ownerId: callerId },
+      columns: JOB_LIST_COLUMNS,
     });
   }
 

@@ -53,7 +53,7 @@ export const ROLE_BINDING_DELETE_QUERY = defineListQuery({
 export const AUDIT_LIST_QUERY = defineListQuery({
   filters: {
     userId: { column: 'audit.user_id', type: 'uuid', operators: ['EQ'] },
-    object: { column: 'audit.object', type: 'string', operators: ['EQ', 'SW'] },
+    object: { column: 'audit.object', type: 'string', operators: ['EQ', 'SW'], prefixColumn: 'lower(audit.object) COLLATE "C"' },
     action: { column: 'audit.action', type: 'string', operators: ['EQ'] },
     namespace: { column: 'audit.namespace', type: 'string', operators: ['EQ'] },
     decision: { column: 'audit.decision', type: EFFECTS, operators: ['EQ'] },
@@ -67,7 +67,7 @@ export const AUDIT_LIST_QUERY = defineListQuery({
     sorts: { object: 'audit_records_object_idx', when: 'audit_records_when_idx' },
     filters: {
       userId: 'audit_records_user_id_idx',
-      object: ['audit_records_object_idx', 'audit_records_object_trgm_idx'],
+      object: ['audit_records_object_idx', 'audit_records_object_prefix_idx'],
       action: { unindexed: 'a handful of actions, each a large share of the records: the index of the sort finds a page sooner' },
       namespace: { unindexed: 'namespaces hold large shares of the records: the index of the sort finds a page sooner' },
       decision: 'audit_records_decision_idx',

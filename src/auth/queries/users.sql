@@ -12,15 +12,25 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
+  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
+  FROM "users" "users"
   ORDER BY lower("users"."user_name") ASC, "users"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY lower("users"."user_name") ASC, "users"."id" ASC;
 -- parameters: []
---   Limit
---     ->  Incremental Sort
---           Sort Key: (lower(user_name)), id
---           Presorted Key: (lower(user_name))
---           ->  Index Scan using users_user_name_lower_key on users
+--   Sort
+--     Sort Key: (lower(users.user_name)), users.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: users_1.id
+--                 ->  Limit
+--                       ->  Incremental Sort
+--                             Sort Key: (lower(users_1.user_name)), users_1.id
+--                             Presorted Key: (lower(users_1.user_name))
+--                             ->  Index Scan using users_user_name_lower_key on users users_1
+--           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
+--                 Index Cond: (id = users_1.id)
 
 -- GET /auth/users?filter[userName][CO]=ber-12345
 SELECT COUNT(*) AS "count"
@@ -35,18 +45,28 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
+  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
+  FROM "users" "users"
   WHERE "users"."user_name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("users"."user_name") ASC, "users"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY lower("users"."user_name") ASC, "users"."id" ASC;
 -- parameters: ["%ber-12345%"]
---   Limit
---     ->  Sort
---           Sort Key: (lower(user_name)), id
---           ->  Bitmap Heap Scan on users
---                 Recheck Cond: (user_name ~~* '%ber-12345%'::text)
---                 ->  Bitmap Index Scan on users_user_name_trgm_idx
---                       Index Cond: (user_name ~~* '%ber-12345%'::text)
+--   Sort
+--     Sort Key: (lower(users.user_name)), users.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: users_1.id
+--                 ->  Limit
+--                       ->  Sort
+--                             Sort Key: (lower(users_1.user_name)), users_1.id
+--                             ->  Bitmap Heap Scan on users users_1
+--                                   Recheck Cond: (user_name ~~* '%ber-12345%'::text)
+--                                   ->  Bitmap Index Scan on users_user_name_trgm_idx
+--                                         Index Cond: (user_name ~~* '%ber-12345%'::text)
+--           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
+--                 Index Cond: (id = users_1.id)
 
 -- GET /auth/users?filter[system][EQ]=true
 SELECT COUNT(*) AS "count"
@@ -58,13 +78,23 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
+  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
+  FROM "users" "users"
   WHERE "users"."system" = $1
   ORDER BY lower("users"."user_name") ASC, "users"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY lower("users"."user_name") ASC, "users"."id" ASC;
 -- parameters: [true]
---   Limit
---     ->  Index Scan using users_system_idx on users
+--   Sort
+--     Sort Key: (lower(users.user_name)), users.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: users_1.id
+--                 ->  Limit
+--                       ->  Index Scan using users_system_idx on users users_1
+--           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
+--                 Index Cond: (id = users_1.id)
 
 -- GET /auth/users?sort=-_created
 SELECT COUNT(*) AS "count"
@@ -78,9 +108,19 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
+  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
+  FROM "users" "users"
   ORDER BY "users"."created" DESC, "users"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "users"."created" DESC, "users"."id" DESC;
 -- parameters: []
---   Limit
---     ->  Index Scan Backward using users_created_idx on users
+--   Sort
+--     Sort Key: users.created DESC, users.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: users_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using users_created_idx on users users_1
+--           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
+--                 Index Cond: (id = users_1.id)

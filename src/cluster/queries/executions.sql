@@ -226,7 +226,7 @@ SELECT COUNT(*) AS "count"
   WHERE execution."jobId" = $1;
 -- parameters: ["<id>"]
 --   Aggregate
---     ->  Index Scan using job_executions_job_id_idx on job_executions e
+--     ->  Index Scan using job_executions_job_status_idx on job_executions e
 --           Index Cond: (job_id = '<id>'::uuid)
 
 SELECT "execution".*
@@ -245,7 +245,7 @@ SELECT "execution".*
 --           Sort Key: e.created DESC, e.id DESC
 --           ->  Nested Loop Left Join
 --                 Join Filter: (n.id = e.node_id)
---                 ->  Index Scan using job_executions_job_id_idx on job_executions e
+--                 ->  Index Scan using job_executions_job_status_idx on job_executions e
 --                       Index Cond: (job_id = '<id>'::uuid)
 --                 ->  Seq Scan on cluster_nodes n
 

@@ -9,12 +9,22 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: []
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?page[limit]=1000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -25,12 +35,22 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 1000
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: []
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[status][EQ]=running
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -43,14 +63,24 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."status" = $1
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["running"]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_status_submit_time_idx on cluster_jobs job
---           Index Cond: (status = 'running'::text)
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_status_submit_time_idx on cluster_jobs job_1
+--                             Index Cond: (status = 'running'::text)
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[status][IN]=pending,running
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -63,14 +93,26 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."status" = ANY($1)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: [["pending","running"]]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
---           Filter: (status = ANY ('{pending,running}'::text[]))
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Sort
+--                             Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                             ->  Index Only Scan using cluster_jobs_status_submit_time_idx on cluster_jobs job_1
+--                                   Index Cond: (status = ANY ('{pending,running}'::text[]))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[name][ST]=bulk-123
 SELECT COUNT(*) AS "count"
@@ -78,23 +120,33 @@ SELECT COUNT(*) AS "count"
   WHERE lower("job"."name") COLLATE "C" LIKE lower($1) ESCAPE '\';
 -- parameters: ["bulk-123%"]
 --   Aggregate
---     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
---           Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
---           Filter: ((lower(name))::text ~~ 'bulk-123%'::text)
+--     ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
+--           Filter: (((lower(name)))::text ~~ 'bulk-123%'::text)
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
   WHERE lower("job"."name") COLLATE "C" LIKE lower($1) ESCAPE '\'
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["bulk-123%"]
---   Limit
---     ->  Sort
---           Sort Key: submit_time DESC, id DESC
---           ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
---                 Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
---                 Filter: ((lower(name))::text ~~ 'bulk-123%'::text)
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Sort
+--                             Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                             ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
+--                                   Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
+--                                   Filter: ((lower(name))::text ~~ 'bulk-123%'::text)
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[name][CO]=150000
 SELECT COUNT(*) AS "count"
@@ -109,18 +161,28 @@ SELECT COUNT(*) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."name" ILIKE $1 ESCAPE '\'
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["%150000%"]
---   Limit
---     ->  Sort
---           Sort Key: submit_time DESC, id DESC
---           ->  Bitmap Heap Scan on cluster_jobs job
---                 Recheck Cond: (name ~~* '%150000%'::text)
---                 ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
---                       Index Cond: (name ~~* '%150000%'::text)
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Sort
+--                             Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                             ->  Bitmap Heap Scan on cluster_jobs job_1
+--                                   Recheck Cond: (name ~~* '%150000%'::text)
+--                                   ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
+--                                         Index Cond: (name ~~* '%150000%'::text)
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[submitTime][GT]=<last day>
 SELECT COUNT(*) AS "count"
@@ -133,14 +195,24 @@ SELECT COUNT(*) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."submit_time" > CAST($1 AS timestamptz)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["2026-04-25T17:46:40.000Z"]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
---           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[submitTime][LT]=<early>
 SELECT COUNT(*) AS "count"
@@ -153,14 +225,24 @@ SELECT COUNT(*) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."submit_time" < CAST($1 AS timestamptz)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["2026-01-12T13:46:40.000Z"]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
---           Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?sort=name
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -171,12 +253,22 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC;
 -- parameters: []
---   Limit
---     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--   Sort
+--     Sort Key: ((lower(job.name))::text) COLLATE "C", job.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?sort=-status
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -187,12 +279,22 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   ORDER BY "job"."status" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."status" DESC, "job"."id" DESC;
 -- parameters: []
---   Limit
---     ->  Index Scan Backward using cluster_jobs_status_idx on cluster_jobs job
+--   Sort
+--     Sort Key: job.status DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_status_idx on cluster_jobs job_1
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?sort=type
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -203,12 +305,22 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   ORDER BY "job"."type" ASC, "job"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."type" ASC, "job"."id" ASC;
 -- parameters: []
---   Limit
---     ->  Index Scan using cluster_jobs_type_idx on cluster_jobs job
+--   Sort
+--     Sort Key: job.type, job.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan using cluster_jobs_type_idx on cluster_jobs job_1
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?page[offset]=900000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -253,15 +365,25 @@ SELECT COUNT(*) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE "job"."status" = $1 AND "job"."type" = $2 AND "job"."submit_time" > CAST($3 AS timestamptz)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: ["dead","service","2026-04-25T17:46:40.000Z"]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
---           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
---           Filter: ((status = 'dead'::text) AND (type = 'service'::text))
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+--                             Filter: ((status = 'dead'::text) AND (type = 'service'::text))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -274,14 +396,24 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: [["<id>"],"<id>"]
---   Limit
---     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
---           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[status][EQ]=running (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -294,24 +426,25 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND "job"."status" = $3
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: [["<id>"],"<id>","running"]
---   Limit
---     ->  Sort
---           Sort Key: submit_time DESC, id DESC
---           ->  Bitmap Heap Scan on cluster_jobs job
---                 Recheck Cond: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
---                 ->  BitmapAnd
---                       ->  Bitmap Index Scan on cluster_jobs_status_idx
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_status_submit_time_idx on cluster_jobs job_1
 --                             Index Cond: (status = 'running'::text)
---                       ->  BitmapOr
---                             ->  Bitmap Index Scan on cluster_jobs_namespace_submit_time_idx
---                                   Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                             ->  Bitmap Index Scan on cluster_jobs_owner_submit_time_idx
---                                   Index Cond: (owner_id = '<id>'::uuid)
+--                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?filter[name][ST]=bulk-123 (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT COUNT(*) AS "count"
@@ -319,23 +452,33 @@ SELECT COUNT(*) AS "count"
   WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND lower("job"."name") COLLATE "C" LIKE lower($3) ESCAPE '\';
 -- parameters: [["<id>"],"<id>","bulk-123%"]
 --   Aggregate
---     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
---           Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
---           Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND ((lower(name))::text ~~ 'bulk-123%'::text))
+--     ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
+--           Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND (((lower(name)))::text ~~ 'bulk-123%'::text))
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
   WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND lower("job"."name") COLLATE "C" LIKE lower($3) ESCAPE '\'
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
 -- parameters: [["<id>"],"<id>","bulk-123%"]
---   Limit
---     ->  Sort
---           Sort Key: submit_time DESC, id DESC
---           ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
---                 Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
---                 Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND ((lower(name))::text ~~ 'bulk-123%'::text))
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Sort
+--                             Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                             ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
+--                                   Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
+--                                   Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND ((lower(name))::text ~~ 'bulk-123%'::text))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
 
 -- GET /cluster/jobs?sort=name (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -348,11 +491,21 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
   FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
   WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2)
   ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC
   LIMIT 100
-  OFFSET 0;
+  OFFSET 0)
+  ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC;
 -- parameters: [["<id>"],"<id>"]
---   Limit
---     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
---           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+--   Sort
+--     Sort Key: ((lower(job.name))::text) COLLATE "C", job.id
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
+--                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)

@@ -69,17 +69,18 @@ export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: r
 }
 
 /**
- * Selects each column of the builder's entity under its property name; a builder over a derived
- * table (`from('(SELECT ...)', alias)`) names its columns itself, so all of them are taken.
+ * Selects each column of the builder's entity under its property name (or those `only` names); a
+ * builder over a derived table (`from('(SELECT ...)', alias)`) names its columns itself, so all of
+ * them are taken.
  */
-function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>): void {
+function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>, only?: readonly string[]): void {
   const alias = qb.expressionMap.mainAlias;
   if (!alias?.hasMetadata) {
     qb.select(`${qb.escape(qb.alias)}.*`);
     return;
   }
   qb.select([]);
-  for (const column of alias.metadata.columns) {
+  for (const column of alias.metadata.columns.filter((candidate) => !only || only.includes(candidate.propertyName))) {
     if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
     // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
     qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
@@ -114,6 +115,8 @@ export interface PageOptions {
   readonly counts?: ListCounts;
   /** The scope the builder is narrowed to, for the counts to be narrowed alike. */
   readonly scope?: ListScope;
+  /** The properties of the entity its items need, when not all: large columns a list never shows cost time to read. */
+  readonly columns?: readonly string[];
 }
 
 /**
@@ -134,11 +137,14 @@ export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuil
   // A table's page is found by its keys first: an index-only scan when the sort's index holds the filtered columns.
   const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0;
   if (query.offset < DEEP_OFFSET) {
-    const [totalCount, items] = await Promise.all([countMatching(qb, query, options), byKeys ? selectByKeys(qb, query) : selectSorted(qb, query, true)]);
+    const [totalCount, items] = await Promise.all([
+      countMatching(qb, query, options),
+      byKeys ? selectByKeys(qb, query, options.columns) : selectSorted(qb, query, true, options.columns),
+    ]);
     return { items, totalCount };
   }
   const totalCount = await countMatching(qb, query, options);
-  return { items: query.offset >= totalCount ? [] : await selectByKeys(qb, query, totalCount), totalCount };
+  return { items: query.offset >= totalCount ? [] : await selectByKeys(qb, query, options.columns, totalCount), totalCount };
 }
 
 /** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
@@ -173,16 +179,16 @@ function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, revers
  * A page by its keys, then its rows by key, in the query's order. Given `total`, a page past the
  * middle of the list is read from its end, in the reverse order, at `total - offset - limit`.
  */
-function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, total?: number): Promise<T[]> {
+function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, columns?: readonly string[], total?: number): Promise<T[]> {
   const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
   const end = Math.min(total ?? Infinity, query.offset + query.limit);
-  keys.offset(reversed ? (total as number) - end : query.offset).limit(end - query.offset);
+  keys.offset(reversed ? total - end : query.offset).limit(end - query.offset);
   const rows = qb.clone();
   rows.expressionMap.wheres = [];
   rows.where(`${query.sort.tieBreaker} IN (${keys.getQuery()})`, keys.getParameters());
-  selectRowColumns(rows);
+  selectRowColumns(rows, columns);
   orderBy(rows, query, false);
   const [sql, parameters] = rows.getQueryAndParameters();
   return run<T[]>(qb, sql, parameters);
@@ -202,8 +208,8 @@ export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
-function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean): Promise<T[]> {
-  selectRowColumns(qb);
+function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean, columns?: readonly string[]): Promise<T[]> {
+  selectRowColumns(qb, columns);
   orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   const [sql, parameters] = qb.getQueryAndParameters();

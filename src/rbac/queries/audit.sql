@@ -34,12 +34,8 @@ SELECT "audit"."id" AS "id", "audit"."when" AS "when", "audit"."object" AS "obje
   OFFSET 0;
 -- parameters: ["cluster/jobs/bulk-4242%"]
 --   Limit
---     ->  Sort
---           Sort Key: "when" DESC, id DESC
---           ->  Bitmap Heap Scan on audit_records audit
---                 Recheck Cond: (object ~~* 'cluster/jobs/bulk-4242%'::text)
---                 ->  Bitmap Index Scan on audit_records_object_trgm_idx
---                       Index Cond: (object ~~* 'cluster/jobs/bulk-4242%'::text)
+--     ->  Index Scan Backward using audit_records_when_idx on audit_records audit
+--           Filter: (object ~~* 'cluster/jobs/bulk-4242%'::text)
 
 -- GET /rbac/audit?filter[decision][EQ]=Deny
 SELECT "audit"."id" AS "id", "audit"."when" AS "when", "audit"."object" AS "object", "audit"."namespace" AS "namespace", "audit"."action" AS "action", "audit"."user_id" AS "userId", "audit"."groups" AS "groups", "audit"."decision" AS "decision", "audit"."purpose" AS "purpose"
