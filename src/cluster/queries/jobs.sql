@@ -7,7 +7,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -33,7 +33,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -61,7 +61,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: (status = 'running'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -91,7 +91,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: (status = ANY ('{pending,running}'::text[]))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -124,7 +124,7 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
 --           Filter: (((lower(name)))::text ~~ 'bulk-123%'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -159,7 +159,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
 --                 Index Cond: (name ~~* '%150000%'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -193,7 +193,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -223,7 +223,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -251,7 +251,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -277,7 +277,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -303,7 +303,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -329,7 +329,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -363,7 +363,7 @@ SELECT COUNT(*) AS "count"
 --                 ->  Bitmap Index Scan on cluster_jobs_type_idx
 --                       Index Cond: (type = 'service'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -394,7 +394,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -424,7 +424,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -456,7 +456,7 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
 --           Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND (((lower(name)))::text ~~ 'bulk-123%'::text))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -489,7 +489,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."execution_profile_id" AS "executionProfileId", "job"."owner_id" AS "ownerId", "job"."task" AS "task", "job"."properties" AS "properties", "job"."submit_time" AS "submitTime", "job"."finished_time" AS "finishedTime", "job"."created" AS "created", "job"."modified" AS "modified"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"

@@ -28,14 +28,17 @@ SELECT "audit"."id" AS "id", "audit"."when" AS "when", "audit"."object" AS "obje
 -- GET /rbac/audit?filter[object][SW]=cluster/jobs/bulk-4242
 SELECT "audit"."id" AS "id", "audit"."when" AS "when", "audit"."object" AS "object", "audit"."namespace" AS "namespace", "audit"."action" AS "action", "audit"."user_id" AS "userId", "audit"."groups" AS "groups", "audit"."decision" AS "decision", "audit"."purpose" AS "purpose"
   FROM "audit_records" "audit"
-  WHERE "audit"."object" ILIKE $1 ESCAPE '\'
+  WHERE lower("audit"."object") COLLATE "C" LIKE lower($1) ESCAPE '\'
   ORDER BY audit."when" DESC, "audit"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: ["cluster/jobs/bulk-4242%"]
 --   Limit
---     ->  Index Scan Backward using audit_records_when_idx on audit_records audit
---           Filter: (object ~~* 'cluster/jobs/bulk-4242%'::text)
+--     ->  Sort
+--           Sort Key: "when" DESC, id DESC
+--           ->  Index Scan using audit_records_object_prefix_idx on audit_records audit
+--                 Index Cond: (((lower(object))::text >= 'cluster/jobs/bulk-4242'::text) AND ((lower(object))::text < 'cluster/jobs/bulk-4243'::text))
+--                 Filter: ((lower(object))::text ~~ 'cluster/jobs/bulk-4242%'::text)
 
 -- GET /rbac/audit?filter[decision][EQ]=Deny
 SELECT "audit"."id" AS "id", "audit"."when" AS "when", "audit"."object" AS "object", "audit"."namespace" AS "namespace", "audit"."action" AS "action", "audit"."user_id" AS "userId", "audit"."groups" AS "groups", "audit"."decision" AS "decision", "audit"."purpose" AS "purpose"
