@@ -9,6 +9,7 @@ import { Cluster1795342955296 } from './1795342955296-Cluster.js';
 import { JobUids1795350000000 } from './1795350000000-JobUids.js';
 import { AccessModelGuards1795351000000 } from './1795351000000-AccessModelGuards.js';
 import { ClusterJobPath1795354000000 } from './1795354000000-ClusterJobPath.js';
+import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -22,4 +23,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   JobUids1795350000000,
   AccessModelGuards1795351000000,
   ClusterJobPath1795354000000,
+  ListsAtScale1795355000000,
 ];

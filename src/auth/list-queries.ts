@@ -20,6 +20,26 @@ export const USER_LIST_QUERY = defineListQuery({
   defaultSort: 'userName',
   tieBreaker: 'users.id',
   projection: USER_FIELDS,
+  indexes: {
+    sorts: {
+      userName: 'users_user_name_lower_key',
+      displayName: 'users_display_name_lower_idx',
+      _created: 'users_created_idx',
+      _modified: 'users_modified_idx',
+    },
+    filters: {
+      _id: 'PK_a3ffb1c0c8416b9fc6f907b7433',
+      userName: 'users_user_name_trgm_idx',
+      displayName: 'users_display_name_trgm_idx',
+      email: 'users_email_trgm_idx',
+      active: 'users_inactive_idx',
+      externalId: 'users_external_id_key',
+      system: 'users_system_idx',
+      invitationPending: 'users_invitation_pending_idx',
+      _created: 'users_created_idx',
+      _modified: 'users_modified_idx',
+    },
+  },
 });
 
 /** What `GET /auth/groups` accepts; columns are over the alias `groups`. */
@@ -36,6 +56,17 @@ export const GROUP_LIST_QUERY = defineListQuery({
   defaultSort: 'name',
   tieBreaker: 'groups.id',
   projection: GROUP_FIELDS,
+  indexes: {
+    sorts: { name: 'groups_name_lower_key', _created: 'groups_created_idx', _modified: 'groups_modified_idx' },
+    filters: {
+      _id: 'PK_659d1483316afb28afd3a90646e',
+      name: 'groups_name_trgm_idx',
+      externalId: 'groups_external_id_key',
+      system: 'groups_system_idx',
+      _created: 'groups_created_idx',
+      _modified: 'groups_modified_idx',
+    },
+  },
 });
 
 /** What `GET /auth/principals` accepts: users and groups as one derived table `principal`. */
@@ -50,6 +81,16 @@ export const PRINCIPAL_LIST_QUERY = defineListQuery({
   sorts: { displayName: 'lower(principal."displayName")' },
   defaultSort: 'displayName',
   tieBreaker: 'principal."id"',
+  indexes: {
+    sorts: { displayName: ['users_principal_name_lower_idx', 'groups_name_lower_key'] },
+    filters: {
+      _id: ['PK_a3ffb1c0c8416b9fc6f907b7433', 'PK_659d1483316afb28afd3a90646e'],
+      _type: { unindexed: 'a constant of each branch of the union: the other branch is left out whole' },
+      displayName: ['users_principal_name_trgm_idx', 'groups_name_trgm_idx'],
+      external: ['users_external_id_key', 'groups_external_id_key'],
+      system: ['users_system_idx', 'groups_system_idx'],
+    },
+  },
 });
 
 /** What `GET /auth/groups/{groupId}/members` accepts; the reply is a plain array, by name. */
@@ -62,6 +103,7 @@ export const GROUP_MEMBER_LIST_QUERY = defineListQuery({
   defaultSort: 'name',
   tieBreaker: 'member."id"',
   paged: false,
+  small: "one group's direct members, answered whole: the cost is that of the answer",
 });
 
 /** What `GET /auth/users/{userId}/groups` accepts; the reply is a plain array, by name. */
@@ -73,4 +115,5 @@ export const USER_GROUP_LIST_QUERY = defineListQuery({
   defaultSort: 'name',
   tieBreaker: 'membership."id"',
   paged: false,
+  small: "one user's groups, answered whole: the cost is that of the answer",
 });

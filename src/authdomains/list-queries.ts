@@ -11,6 +11,7 @@ export const AUTH_DOMAIN_LIST_QUERY = defineListQuery({
   sorts: { name: 'lower(domain."name")', _created: 'domain."created"', _modified: 'domain."modified"' },
   defaultSort: 'name',
   tieBreaker: 'domain."id"',
+  small: 'authentication domains: a few per namespace',
 });
 
 const CREDENTIAL_FILTERS = {
@@ -36,6 +37,22 @@ export const CREDENTIAL_LIST_QUERY = defineListQuery({
   sorts: { ...CREDENTIAL_SORTS, principal: 'lower(credential."principalName")' },
   defaultSort: 'rank',
   tieBreaker: 'credential."id"',
+  indexes: {
+    sorts: {
+      _created: 'credentials_created_idx',
+      _modified: 'credentials_modified_idx',
+      rank: 'credentials_domain_rank_key',
+      authDomainId: { unindexed: 'one domain per request (its filter is required): the name is the same for every item' },
+      principal: { unindexed: "the principal's name, from users or groups: the domain's credentials are sorted (see docs/api-conventions.md)" },
+    },
+    filters: {
+      namespace: { unindexed: 'one domain per request: its namespace is the same for every item' },
+      created: 'credentials_created_idx',
+      modified: 'credentials_modified_idx',
+      authDomain: 'credentials_domain_rank_key',
+      principal: 'credentials_principal_id_idx',
+    },
+  },
 });
 
 /** What `GET /authdomains/me/credentials` accepts: the caller's own credentials, in any domain. */
@@ -44,4 +61,5 @@ export const MY_CREDENTIAL_LIST_QUERY = defineListQuery({
   sorts: CREDENTIAL_SORTS,
   defaultSort: 'rank',
   tieBreaker: 'credential."id"',
+  small: "the caller's own credentials: a few per domain",
 });

@@ -35,12 +35,15 @@ export function toNodeResponse(node: ClusterNode): NodeDto {
   };
 }
 
+/** What a job list reads of each job (ClusterRepository.listJobs), and all that list items show. */
+export type JobListRow = Pick<ClusterJob, 'id' | 'name' | 'status' | 'type' | 'submitTime' | 'priority' | 'namespaceId' | 'ownerId'>;
+
 /** What a job shows in a list and in its detail alike. */
-function jobFields(job: ClusterJob): Omit<JobDto, 'properties'> {
+function jobFields(job: JobListRow): Omit<JobDto, 'properties'> {
   return { id: job.id, name: job.name, status: job.status, type: job.type, submitTime: job.submitTime.toISOString(), priority: job.priority };
 }
 
-export function toJobListItem(job: ClusterJob, summary: TaskSummary = NO_TASKS): JobListItemDto {
+export function toJobListItem(job: JobListRow, summary: TaskSummary = NO_TASKS): JobListItemDto {
   return { ...jobFields(job), taskSummary: summary };
 }
 

@@ -12,6 +12,8 @@ import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import type { JobListRow } from './cluster.mappers.js';
+import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 
 /** An execution as lists and single reads show it, with its node's name and its job's namespace and owner. */
 export interface ExecutionRow {
@@ -104,10 +106,14 @@ export interface NewJob {
   readonly properties: Record<string, string>;
 }
 
+/** What job list items show (toJobListItem): the task and properties, which may be large, are left unread. */
+const JOB_LIST_COLUMNS: readonly (keyof JobListRow)[] = ['id', 'name', 'status', 'type', 'priority', 'submitTime', 'namespaceId', 'ownerId'];
+
+/** Executions as lists show them; each carries its job's namespace and owner, which access narrows by. */
 const EXECUTIONS_SQL = `
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", j.namespace_id AS "namespaceId", j.owner_id AS "ownerId"
-  FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id`;
 
 /**
  * One execution's transition and its job's status, in one statement (so one short transaction):
@@ -307,9 +313,14 @@ export class ClusterRepository {
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 
-  listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ClusterJob>> {
+  /** A page of jobs with what list items show (not their task): see JOB_LIST_COLUMNS. */
+  listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<JobListRow>> {
     const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
-    return fetchListPage(whereInScopeOrOwned(jobs, { namespace: 'job.namespace_id', item: 'job.id' }, scope, 'job.owner_id', callerId), query);
+    return fetchListPage(whereInScopeOrOwned(jobs, { namespace: 'job.namespace_id', item: 'job.id' }, scope, 'job.owner_id', callerId), query, {
+      counts: JOB_LIST_QUERY.counts,
+      scope: { namespaces: scope, ownerId: callerId },
+      columns: JOB_LIST_COLUMNS,
+    });
   }
 
   /** Per job, how many of its executions are in each state. */
@@ -369,6 +380,7 @@ export class ClusterRepository {
     return fetchListPage(
       whereInScopeOrOwned(executions, { namespace: 'execution."namespaceId"', item: 'execution."jobId"' }, scope, 'execution."ownerId"', callerId),
       query,
+      { counts: EXECUTION_LIST_QUERY.counts, scope: { namespaces: scope, ownerId: callerId } },
     );
   }
 

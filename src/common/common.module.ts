@@ -11,6 +11,7 @@ import { ReplyInterceptor } from './http/reply.interceptor.js';
 import { RouteRequestInterceptor } from './http/route-request.interceptor.js';
 import { LoggingModule } from './logging/logging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { ListCounts } from './query/list-counts.js';
 import { InputValidationPipe } from './validation/input-validation.pipe.js';
 
 /** What every area stands on: configuration, the clock, logging, the database, metrics, the scheduler and the HTTP pipeline. */
@@ -25,6 +26,7 @@ export class CommonModule {
         { provide: APP_PIPE, useClass: InputValidationPipe },
         { provide: APP_INTERCEPTOR, useClass: RouteRequestInterceptor },
         { provide: APP_INTERCEPTOR, useClass: ReplyInterceptor },
+        ListCounts,
       ],
     };
   }

@@ -20,6 +20,7 @@ export const EXECUTION_PROFILE_LIST_QUERY = defineListQuery({
   sorts: { name: 'lower(profile.name)', _created: 'profile.created', _modified: 'profile.modified' },
   defaultSort: 'name',
   tieBreaker: 'profile.id',
+  small: 'execution profiles an administrator defines: tens',
 });
 
 /** What `GET /execution-profiles/bindings` accepts: bindings as the derived table `binding`. */
@@ -31,4 +32,5 @@ export const PROFILE_BINDING_LIST_QUERY = defineListQuery({
   sorts: { executionProfileId: 'lower(binding."profileName")', namespaceId: 'lower(binding."namespaceName")' },
   defaultSort: 'namespaceId',
   tieBreaker: 'binding."id"',
+  small: 'at most one per execution profile and namespace: a few thousand',
 });

@@ -15,4 +15,5 @@ export const NAMESPACE_LIST_QUERY = defineListQuery({
   defaultSort: 'name',
   tieBreaker: 'namespace.id',
   projection: NAMESPACE_FIELDS,
+  small: 'namespaces: hundreds, a few thousand at most',
 });

@@ -13,6 +13,7 @@ export const ROLE_LIST_QUERY = defineListQuery({
   sorts: { name: 'lower(role.name)', created: 'role.created', modified: 'role.modified' },
   defaultSort: 'name',
   tieBreaker: 'role.id',
+  small: 'roles an administrator defines: tens',
 });
 
 /** What `GET /rbac/rolebindings` accepts: bindings as the derived table `binding`. */
@@ -24,6 +25,14 @@ export const ROLE_BINDING_LIST_QUERY = defineListQuery({
   sorts: { role: 'lower(binding."roleName")', principal: 'lower(binding."principalName")', created: 'binding."created"' },
   defaultSort: 'created',
   tieBreaker: 'binding."id"',
+  indexes: {
+    sorts: {
+      role: { unindexed: "the role's name, joined: the matching bindings are sorted (see docs/api-conventions.md)" },
+      principal: { unindexed: "the principal's name, from users or groups: the matching bindings are sorted (see docs/api-conventions.md)" },
+      created: 'role_bindings_created_idx',
+    },
+    filters: { role: 'role_bindings_unique_key', principal: 'role_bindings_principal_id_idx' },
+  },
 });
 
 /** What `DELETE /rbac/rolebindings` accepts: at least one of these filters. */
@@ -37,13 +46,14 @@ export const ROLE_BINDING_DELETE_QUERY = defineListQuery({
   defaultSort: 'created',
   tieBreaker: 'binding."id"',
   paged: false,
+  small: 'the bindings a delete removes, answered whole: the cost is that of the answer',
 });
 
 /** What `GET /rbac/audit` accepts; a page of records as a plain array, newest first by default. */
 export const AUDIT_LIST_QUERY = defineListQuery({
   filters: {
     userId: { column: 'audit.user_id', type: 'uuid', operators: ['EQ'] },
-    object: { column: 'audit.object', type: 'string', operators: ['EQ', 'SW'] },
+    object: { column: 'audit.object', type: 'string', operators: ['EQ', 'SW'], prefixColumn: 'lower(audit.object) COLLATE "C"' },
     action: { column: 'audit.action', type: 'string', operators: ['EQ'] },
     namespace: { column: 'audit.namespace', type: 'string', operators: ['EQ'] },
     decision: { column: 'audit.decision', type: EFFECTS, operators: ['EQ'] },
@@ -53,4 +63,16 @@ export const AUDIT_LIST_QUERY = defineListQuery({
   sorts: { object: 'audit.object', when: 'audit."when"' },
   defaultSort: '-when',
   tieBreaker: 'audit.id',
+  indexes: {
+    sorts: { object: 'audit_records_object_idx', when: 'audit_records_when_idx' },
+    filters: {
+      userId: 'audit_records_user_id_idx',
+      object: ['audit_records_object_idx', 'audit_records_object_prefix_idx'],
+      action: { unindexed: 'a handful of actions, each a large share of the records: the index of the sort finds a page sooner' },
+      namespace: { unindexed: 'namespaces hold large shares of the records: the index of the sort finds a page sooner' },
+      decision: 'audit_records_decision_idx',
+      purpose: { unindexed: 'two purposes, each a large share of the records: the index of the sort finds a page sooner' },
+      when: 'audit_records_when_idx',
+    },
+  },
 });

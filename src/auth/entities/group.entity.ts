@@ -5,6 +5,7 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Update
  * membership is kept in {@link GroupUserMember} and {@link GroupGroupMember}.
  */
 @Entity({ name: 'groups' })
+@Index('groups_system_idx', { synchronize: false })
 @Index('groups_created_idx', ['created', 'id'])
 @Index('groups_modified_idx', ['modified', 'id'])
 @Index('groups_name_lower_key', { synchronize: false })

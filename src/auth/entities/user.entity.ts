@@ -6,6 +6,9 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Update
  * the text filters have trigram indexes (all made by hand in the migrations).
  */
 @Entity({ name: 'users' })
+@Index('users_system_idx', { synchronize: false })
+@Index('users_inactive_idx', { synchronize: false })
+@Index('users_invitation_pending_idx', { synchronize: false })
 @Index('users_created_idx', ['created', 'id'])
 @Index('users_modified_idx', ['modified', 'id'])
 @Index('users_user_name_lower_key', { synchronize: false })

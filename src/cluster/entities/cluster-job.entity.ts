@@ -34,9 +34,14 @@ export interface TaskSpec {
  * deletes dead jobs, their executions and their files.
  */
 @Entity({ name: 'cluster_jobs' })
-@Index('cluster_jobs_submit_time_idx', ['submitTime', 'id'])
-@Index('cluster_jobs_owner_id_idx', ['ownerId'])
-@Index('cluster_jobs_namespace_id_idx', ['namespaceId'])
+@Index('cluster_jobs_submit_time_idx', { synchronize: false })
+@Index('cluster_jobs_owner_submit_time_idx', ['ownerId', 'submitTime', 'id'])
+@Index('cluster_jobs_namespace_submit_time_idx', ['namespaceId', 'submitTime', 'id'])
+@Index('cluster_jobs_status_submit_time_idx', { synchronize: false })
+@Index('cluster_jobs_status_idx', { synchronize: false })
+@Index('cluster_jobs_type_idx', { synchronize: false })
+@Index('cluster_jobs_name_lower_idx', { synchronize: false })
+@Index('cluster_jobs_name_trgm_idx', { synchronize: false })
 @Index('cluster_jobs_execution_profile_id_idx', ['executionProfileId'])
 @Index('cluster_jobs_finished_idx', { synchronize: false })
 export class ClusterJob {

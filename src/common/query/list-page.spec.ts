@@ -17,6 +17,7 @@ const SPEC = defineListQuery({
   sorts: { name: 't.name' },
   defaultSort: 'name',
   tieBreaker: 't.id',
+  small: 'a test list',
 });
 
 const UUID = '123e4567-e89b-12d3-a456-426614174000';
@@ -70,6 +71,30 @@ describe('whereFilters', () => {
       ['ANY', { 'filter[tags][ANY]': ['gpu', 'eu'] }, 't.tags && CAST($1 AS text[])', [['gpu', 'eu']]],
     ])('%s', (_what, raw: RawQuery, where, parameters) => {
       expect(whereOf(raw)).toEqual({ where, parameters });
+    });
+  });
+
+  describe('a prefix column', () => {
+    const PREFIXED = defineListQuery({
+      filters: { name: { column: 't.name', type: 'string', operators: ['CO', 'SW', 'ST'], prefixColumn: 'lower(t.name) COLLATE "C"' } },
+      sorts: { name: 'lower(t.name) COLLATE "C"' },
+      defaultSort: 'name',
+      tieBreaker: 't.id',
+      small: 'a test list',
+    });
+
+    function prefixedWhere(raw: RawQuery): [string, unknown[]] {
+      const qb = dataSource.createQueryBuilder().select('t.id').from('things', 't');
+      const [sql, parameters] = whereFilters(qb, parseListQuery(PREFIXED, raw).filters).getQueryAndParameters();
+      return [sql.slice(`${SELECT} WHERE `.length), parameters];
+    }
+
+    it.each(['SW', 'ST'])('matches %s as a lower-cased LIKE on it, escaped, so that its btree index serves the prefix', (operator) => {
+      expect(prefixedWhere({ [`filter[name][${operator}]`]: 'Bulk_1' })).toEqual([`lower(t.name) COLLATE "C" LIKE lower($1) ESCAPE '\\'`, ['Bulk\\_1%']]);
+    });
+
+    it('matches CO on the column itself, case-blind, as without one', () => {
+      expect(prefixedWhere({ 'filter[name][CO]': 'Bulk' })).toEqual([`t.name ILIKE $1 ESCAPE '\\'`, ['%Bulk%']]);
     });
   });
 
@@ -175,6 +200,7 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
     sorts: { name: 'lower(item."name")' },
     defaultSort: 'name',
     tieBreaker: 'item."name"',
+    small: 'a test list',
     paged: false,
   });
 

@@ -1,6 +1,6 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
 import type { ItemDenials, NamespaceScope } from '../http/access-scope.js';
-import type { FilterCondition, ListQuery } from './list-query.js';
+import type { FilterCondition, ListCounts, ListQuery } from './list-query.js';
 
 /** One page of a list and the number of items matching its filters. */
 export interface ListPage<T> {
@@ -34,8 +34,12 @@ function conditionSql(condition: FilterCondition, column: string, name: string):
       return { sql: `${column} = ANY(:${name})`, value };
     case 'CO':
     case 'SW':
-    case 'ST':
-      return { sql: `${column} ILIKE :${name} ESCAPE '\\'`, value: likePattern(value as string, operator) };
+    case 'ST': {
+      // A prefix on a prefix column is a range of its btree index; anything else is matched case-blind.
+      const prefixColumn = operator === 'CO' ? undefined : condition.spec.prefixColumn;
+      const sql = prefixColumn ? `${prefixColumn} LIKE lower(:${name}) ESCAPE '\\'` : `${column} ILIKE :${name} ESCAPE '\\'`;
+      return { sql, value: likePattern(value as string, operator) };
+    }
     case 'PR':
       return { sql: presence(condition, column, value as boolean) };
     case 'LT':
@@ -65,36 +69,133 @@ export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: r
 }
 
 /**
- * Selects each column of the builder's entity under its property name; a builder over a derived
- * table (`from('(SELECT ...)', alias)`) names its columns itself, so all of them are taken.
+ * Selects each column of the builder's entity under its property name (or those `only` names); a
+ * builder over a derived table (`from('(SELECT ...)', alias)`) names its columns itself, so all of
+ * them are taken.
  */
-function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>): void {
+function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>, only?: readonly string[]): void {
   const alias = qb.expressionMap.mainAlias;
   if (!alias?.hasMetadata) {
     qb.select(`${qb.escape(qb.alias)}.*`);
     return;
   }
   qb.select([]);
-  for (const column of alias.metadata.columns) {
+  for (const column of alias.metadata.columns.filter((candidate) => !only || only.includes(candidate.propertyName))) {
     if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
     // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
     qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
   }
 }
 
+/** Offsets from which a page is read by its keys alone, and from the nearer end of the list. */
+const DEEP_OFFSET = 10_000;
+
+/** What a list runs, for a tool that records it (the committed list-query plans); none in the hub. */
+export type ListQueryObserver = (sql: string, parameters: readonly unknown[]) => void;
+let observer: ListQueryObserver | undefined;
+
+export function observeListQueries(next: ListQueryObserver | undefined): void {
+  observer = next;
+}
+
+/** Runs SQL made from a list's builder on that builder's connection. */
+function run<R>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[]): Promise<R> {
+  observer?.(sql, parameters);
+  return qb.connection.query<R>(sql, parameters);
+}
+
+/** Who a list is narrowed for: the namespaces of their access and, when they see their own items anywhere, their id. */
+export interface ListScope {
+  readonly namespaces: NamespaceScope;
+  readonly ownerId?: string;
+}
+
+export interface PageOptions {
+  /** Counts kept for `total` (the list spec's `counts`), used when every filter is one they are kept by. */
+  readonly counts?: ListCounts;
+  /** The scope the builder is narrowed to, for the counts to be narrowed alike. */
+  readonly scope?: ListScope;
+  /** The properties of the entity its items need, when not all: large columns a list never shows cost time to read. */
+  readonly columns?: readonly string[];
+}
+
 /**
  * Runs a list query over a query builder on one flat entity or derived table (holding any scoping
- * `where` of its own): the filtered count and the sorted page, in parallel. The builder makes the SQL, which runs
+ * `where` of its own): the filtered count and the sorted page. The builder makes the SQL, which runs
  * as plain SQL: executing through the builder (getMany, even getRawMany) cost more CPU than all the
  * rest of a list request in the hub's own code. Items are rows with each column under its property
  * name, not entity instances, as mappers only read properties (so column transformers are not
  * applied: list entities have none). Both run on pooled connections, outside any transaction.
+ *
+ * `total` comes from kept counts when `options.counts` serves the request, else from counting the
+ * matching rows (through the indexes the list declares). A page of a table, and any page from
+ * DEEP_OFFSET on, is read by its keys first (an index-only scan where the sort's index holds the
+ * filtered columns); a deep one from whichever end of the list is nearer, which `total` tells.
  */
-export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<ListPage<T>> {
+export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, options: PageOptions = {}): Promise<ListPage<T>> {
   whereFilters(qb, query.filters);
-  const [countSql, countParameters] = qb.clone().select('COUNT(*)', 'count').getQueryAndParameters();
-  const [count, items] = await Promise.all([qb.connection.query<{ count: string }[]>(countSql, countParameters), selectSorted(qb, query, true)]);
-  return { items, totalCount: Number(count[0]?.count ?? 0) };
+  // A table's page is found by its keys first: an index-only scan when the sort's index holds the filtered columns.
+  const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0;
+  if (query.offset < DEEP_OFFSET) {
+    const [totalCount, items] = await Promise.all([
+      countMatching(qb, query, options),
+      byKeys ? selectByKeys(qb, query, options.columns) : selectSorted(qb, query, true, options.columns),
+    ]);
+    return { items, totalCount };
+  }
+  const totalCount = await countMatching(qb, query, options);
+  return { items: query.offset >= totalCount ? [] : await selectByKeys(qb, query, options.columns, totalCount), totalCount };
+}
+
+/** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
+async function countMatching(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions): Promise<number> {
+  const counts = options.counts;
+  // Counts are kept by namespace and owner, not by item: a caller some of whose items a Deny hides is counted row by row.
+  const hidesItems = (options.scope?.namespaces.items?.hidden.length ?? 0) > 0;
+  const counted =
+    counts && !hidesItems && query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+  let count: SelectQueryBuilder<ObjectLiteral>;
+  if (counted) {
+    count = qb.connection.createQueryBuilder().from(counts.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
+    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counts.filters[condition.field]}` } }));
+    whereFilters(count, columns);
+    const scope = options.scope;
+    if (scope) {
+      const columns = { namespace: `counts.${counts.namespace}` };
+      if (scope.ownerId === undefined) whereInScope(count, columns, scope.namespaces);
+      else whereInScopeOrOwned(count, columns, scope.namespaces, `counts.${counts.owner}`, scope.ownerId);
+    }
+  } else {
+    count = qb.clone().select('COUNT(*)', 'count');
+  }
+  const [sql, parameters] = count.getQueryAndParameters();
+  const rows = await run<{ count: string }[]>(qb, sql, parameters);
+  return Number(rows[0]?.count ?? 0);
+}
+
+/** Orders a builder by a list query's sort, reversed or not, the tie-breaker last. */
+function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, reversed: boolean): void {
+  const direction = query.sort.descending !== reversed ? 'DESC' : 'ASC';
+  qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction);
+}
+
+/**
+ * A page by its keys, then its rows by key, in the query's order. Given `total`, a page past the
+ * middle of the list is read from its end, in the reverse order, at `total - offset - limit`.
+ */
+function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, columns?: readonly string[], total?: number): Promise<T[]> {
+  const reversed = total !== undefined && query.offset > total / 2;
+  const keys = qb.clone().select(query.sort.tieBreaker, 'key');
+  orderBy(keys, query, reversed);
+  const end = Math.min(total ?? Infinity, query.offset + query.limit);
+  keys.offset(reversed ? total - end : query.offset).limit(end - query.offset);
+  const rows = qb.clone();
+  rows.expressionMap.wheres = [];
+  rows.where(`${query.sort.tieBreaker} IN (${keys.getQuery()})`, keys.getParameters());
+  selectRowColumns(rows, columns);
+  orderBy(rows, query, false);
+  const [sql, parameters] = rows.getQueryAndParameters();
+  return run<T[]>(qb, sql, parameters);
 }
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
@@ -111,19 +212,21 @@ export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
-function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean): Promise<T[]> {
-  selectRowColumns(qb);
-  const direction = query.sort.descending ? 'DESC' : 'ASC';
-  qb.orderBy(query.sort.column, direction).addOrderBy(query.sort.tieBreaker, direction);
+function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean, columns?: readonly string[]): Promise<T[]> {
+  selectRowColumns(qb, columns);
+  orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   const [sql, parameters] = qb.getQueryAndParameters();
-  return qb.connection.query<T[]>(sql, parameters);
+  return run<T[]>(qb, sql, parameters);
 }
 
-/** Where a list's items say their namespace (a namespace id, null meaning `*`) and their id. */
+/**
+ * Where a list's items say their namespace (a namespace id, null meaning `*`) and their id; kept
+ * counts have no item column, and serve only scopes that hide no item.
+ */
 export interface ScopeColumns {
   readonly namespace: string;
-  readonly item: string;
+  readonly item?: string;
 }
 
 /** The SQL that hides the items an item-level Deny covers (api-map §6: a list shows what single reads show). */
@@ -158,7 +261,8 @@ function scopeCondition(column: ScopeColumns, scope: NamespaceScope): { sql: str
       ? { sql: `(${column.namespace} IS NULL OR ${column.namespace} <> ALL(:scopeExcept))`, parameters: { scopeExcept: scope.except } }
       : undefined
     : { sql: `${column.namespace} = ANY(:scopeOnly)`, parameters: { scopeOnly: scope.only } };
-  const hidden = scope.items && hiddenCondition(column, scope.items);
+  if (scope.items && scope.items.hidden.length > 0 && column.item === undefined) throw new Error('A scope that hides items needs the column of their ids');
+  const hidden = scope.items && column.item !== undefined ? hiddenCondition({ ...column, item: column.item }, scope.items) : undefined;
   if (!namespaces || !hidden) return namespaces ?? hidden;
   return { sql: `(${namespaces.sql} AND ${hidden.sql})`, parameters: { ...namespaces.parameters, ...hidden.parameters } };
 }

@@ -1,6 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
-import { DEFAULT_PAGE_LIMIT, defineListQuery, invalidQuery, MAX_PAGE_LIMIT, parseListQuery, type ListQuery, type ListQuerySpec } from './list-query.js';
+import {
+  DEFAULT_PAGE_LIMIT,
+  defineListQuery,
+  invalidQuery,
+  LIST_QUERIES,
+  MAX_PAGE_LIMIT,
+  parseListQuery,
+  type ListQuery,
+  type ListQuerySpec,
+} from './list-query.js';
 import type { RawQuery } from './query-values.js';
 
 const STATUSES = ['active', 'retired'] as const;
@@ -19,6 +28,7 @@ const SPEC = defineListQuery({
   sorts: { name: 'lower(thing.name)', _created: 'thing.created' },
   defaultSort: 'name',
   tieBreaker: 'thing.id',
+  small: 'a test list',
   projection: ['_id', 'name', 'tags'],
 });
 
@@ -34,6 +44,7 @@ const PLAIN_SPEC = defineListQuery({
   sorts: { name: 'plain.name' },
   defaultSort: 'name',
   tieBreaker: 'plain.id',
+  small: 'a test list',
 });
 
 /** Parses a query that must be refused and returns the error. */
@@ -61,7 +72,7 @@ function onlyFilter(raw: RawQuery) {
 
 describe('defineListQuery', () => {
   it('returns the spec it was given', () => {
-    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort: 'name', tieBreaker: 'x.id' };
+    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort: 'name', tieBreaker: 'x.id', small: 'a test list' };
     expect(defineListQuery(spec)).toBe(spec);
   });
 
@@ -73,12 +84,20 @@ describe('defineListQuery', () => {
     ['a string array', 'string[]', ['ALL', 'ANY', 'PR']],
     ['an enumeration', STATUSES, ['EQ', 'IN']],
   ] as const)('accepts every operator that fits %s field', (_what, type, operators) => {
-    const spec: ListQuerySpec = { filters: { f: { column: 'x.f', type, operators } }, sorts: { f: 'x.f' }, defaultSort: 'f', tieBreaker: 'x.id' };
+    const spec: ListQuerySpec = {
+      filters: { f: { column: 'x.f', type, operators } },
+      sorts: { f: 'x.f' },
+      defaultSort: 'f',
+      tieBreaker: 'x.id',
+      small: 'a test list',
+    };
     expect(defineListQuery(spec)).toBe(spec);
   });
 
   it('accepts a descending default sort on an allowed key', () => {
-    expect(() => defineListQuery({ filters: {}, sorts: { created: 'x.created' }, defaultSort: '-created', tieBreaker: 'x.id' })).not.toThrow();
+    expect(() =>
+      defineListQuery({ filters: {}, sorts: { created: 'x.created' }, defaultSort: '-created', tieBreaker: 'x.id', small: 'a test list' }),
+    ).not.toThrow();
   });
 
   it.each([
@@ -89,19 +108,66 @@ describe('defineListQuery', () => {
     ['a string array', 'string[]', ['EQ', 'IN', 'CO', 'ALL'], 'EQ, IN, CO'],
     ['an enumeration', STATUSES, ['PR', 'CO', 'SW', 'ST', 'LT', 'GT', 'ALL', 'ANY', 'EQ'], 'PR, CO, SW, ST, LT, GT, ALL, ANY'],
   ] as const)('throws for operators that do not fit %s field, naming each', (_what, type, operators, wrong) => {
-    const spec: ListQuerySpec = { filters: { f: { column: 'x.f', type, operators } }, sorts: { f: 'x.f' }, defaultSort: 'f', tieBreaker: 'x.id' };
+    const spec: ListQuerySpec = {
+      filters: { f: { column: 'x.f', type, operators } },
+      sorts: { f: 'x.f' },
+      defaultSort: 'f',
+      tieBreaker: 'x.id',
+      small: 'a test list',
+    };
     expect(() => defineListQuery(spec)).toThrow(new Error(`List filter f: operators ${wrong} do not fit its type`));
   });
 
   it.each(['size', '-size', 'Name', ''])('throws for the default sort "%s", which is not an allowed sort', (defaultSort) => {
-    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort, tieBreaker: 'x.id' };
+    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort, tieBreaker: 'x.id', small: 'a test list' };
     expect(() => defineListQuery(spec)).toThrow(new Error(`Default sort ${defaultSort} is not an allowed sort`));
   });
 
   // parseSort looks sorts up with Object.hasOwn; the check here must not accept inherited names.
   it.each(['toString', '-constructor'])('throws for the default sort "%s", which only Object.prototype has', (defaultSort) => {
-    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort, tieBreaker: 'x.id' };
+    const spec: ListQuerySpec = { filters: {}, sorts: { name: 'x.name' }, defaultSort, tieBreaker: 'x.id', small: 'a test list' };
     expect(() => defineListQuery(spec)).toThrow(new Error(`Default sort ${defaultSort} is not an allowed sort`));
+  });
+});
+
+describe('defineListQuery: the indexes behind a list', () => {
+  const BASE = {
+    filters: {
+      name: { column: 'x.name', type: 'string', operators: ['EQ'] },
+      mine: { type: 'boolean', operators: ['EQ'] },
+    },
+    sorts: { name: 'x.name', created: 'x.created' },
+    defaultSort: 'name',
+    tieBreaker: 'x.id',
+  } as const satisfies ListQuerySpec;
+
+  it('throws for a list that declares neither its indexes nor why it stays small', () => {
+    expect(() => defineListQuery({ ...BASE })).toThrow(new Error('List query over x.id: declares neither its indexes nor why it stays small'));
+  });
+
+  it('accepts a small list without indexes, and registers every list it accepts', () => {
+    const spec = defineListQuery({ ...BASE, small: 'a handful' });
+    expect(LIST_QUERIES.has(spec)).toBe(true);
+  });
+
+  it('accepts an index, the indexes of a union or a reason for each sort and each filter with a column', () => {
+    const spec = defineListQuery({
+      ...BASE,
+      indexes: { sorts: { name: 'x_name_idx', created: ['x_created_idx', 'y_created_idx'] }, filters: { name: { unindexed: 'few rows per value' } } },
+    });
+    expect(LIST_QUERIES.has(spec)).toBe(true);
+  });
+
+  it('names every sort and filter left without an index, and every declaration for a key the list lacks', () => {
+    expect(() => defineListQuery({ ...BASE, indexes: { sorts: { name: 'x_name_idx', size: 'x_size_idx' }, filters: {} } })).toThrow(
+      new Error('List query over x.id: declares no index for sort created; declares an index for unknown sort size; declares no index for filter name'),
+    );
+  });
+
+  it('asks nothing of a filter the operation applies itself', () => {
+    expect(() => defineListQuery({ ...BASE, indexes: { sorts: { name: 'a', created: 'b' }, filters: { name: 'c', mine: 'd' } } })).toThrow(
+      new Error('List query over x.id: declares an index for unknown filter mine'),
+    );
   });
 });
 
@@ -119,7 +185,13 @@ describe('parseListQuery defaults', () => {
   });
 
   it('reads a descending default sort', () => {
-    const spec = defineListQuery({ filters: {}, sorts: { name: 'x.name', _created: 'x.created' }, defaultSort: '-_created', tieBreaker: 'x.id' });
+    const spec = defineListQuery({
+      filters: {},
+      sorts: { name: 'x.name', _created: 'x.created' },
+      defaultSort: '-_created',
+      tieBreaker: 'x.id',
+      small: 'a test list',
+    });
     expect(parseListQuery(spec, {}).sort).toEqual({ key: '_created', column: 'x.created', descending: true, tieBreaker: 'x.id' });
   });
 
@@ -279,7 +351,7 @@ describe('parseListQuery malformed filters', () => {
   });
 
   it('refuses any filter on an operation that takes none', () => {
-    const spec = defineListQuery({ filters: {}, sorts: { name: 'x.name' }, defaultSort: 'name', tieBreaker: 'x.id' });
+    const spec = defineListQuery({ filters: {}, sorts: { name: 'x.name' }, defaultSort: 'name', tieBreaker: 'x.id', small: 'a test list' });
     expect(errorsOf({ 'filter[name][EQ]': 'a' }, spec)).toEqual([{ path: 'filter[name][EQ]', message: 'is not accepted: this operation takes no filters' }]);
   });
 
@@ -582,6 +654,7 @@ describe('parseListQuery on an unpaged list (paged: false)', () => {
     sorts: { name: 'item.name' },
     defaultSort: 'name',
     tieBreaker: 'item.id',
+    small: 'a test list',
     paged: false,
   });
 

@@ -36,6 +36,45 @@ export interface FilterFieldSpec {
    * this operator: for filters the interface names without an operator.
    */
   readonly plain?: FilterOperator;
+  /**
+   * For SW and ST: the expression they match the lower-cased prefix against with LIKE, instead of
+   * ILIKE on `column`, so that a btree index on it (in the "C" collation) serves them as a range,
+   * e.g. `lower(job.name) COLLATE "C"`. The same expression in a sort is then served by that index too.
+   */
+  readonly prefixColumn?: string;
+}
+
+/** Why a filter needs no index of its own: what serves it instead, or why it cannot be. */
+export interface Unindexed {
+  readonly unindexed: string;
+}
+
+/**
+ * The indexes behind a list that can grow large (docs/api-conventions.md "Lists at scale"): per sort
+ * key, the index that returns rows in that order; per filter, the index that finds its matches, or
+ * why it needs none. A spec checks every name against the database, and the committed plans show
+ * them in use.
+ */
+export interface ListIndexes {
+  readonly sorts: Readonly<Record<string, IndexUse>>;
+  readonly filters: Readonly<Record<string, IndexUse>>;
+}
+
+/** An index by name, the indexes of each branch of a union, or why none is needed. */
+export type IndexUse = string | readonly string[] | Unindexed;
+
+/**
+ * Counts kept by the database for `total` (docs/api-conventions.md "Lists at scale"): a table of
+ * per-key deltas (column `n`), summed over the keys a request matches. `filters` maps the list's
+ * filters that are key columns of the table (matched with EQ or IN) to those columns; a request
+ * with any other filter counts its rows instead.
+ */
+export interface ListCounts {
+  readonly table: string;
+  readonly filters: Readonly<Record<string, string>>;
+  /** The table's namespace and owner columns, which access narrows by. */
+  readonly namespace: string;
+  readonly owner: string;
 }
 
 /**
@@ -56,6 +95,12 @@ export interface ListQuerySpec {
    * it takes filters only, and `page[...]` or `sort` is refused like any unknown parameter.
    */
   readonly paged?: false;
+  /** The indexes behind its sorts and filters; required unless the list is `small`. */
+  readonly indexes?: ListIndexes;
+  /** Why the list stays small (a few hundred items at most), so that it needs no declared indexes. */
+  readonly small?: string;
+  /** Counts kept for `total`, when counting rows would cost too much. */
+  readonly counts?: ListCounts;
 }
 
 export type FilterValue = string | boolean | readonly string[];
@@ -95,7 +140,34 @@ function kindOf(type: FilterFieldType): string {
   return typeof type === 'string' ? type : 'enum';
 }
 
-/** Checks a spec once, at module load, so that a typo in an allowlist fails fast. */
+/** Every list query defined, for the spec that checks their declared indexes against the database. */
+export const LIST_QUERIES = new Set<ListQuerySpec>();
+
+/** The sorts and filters a spec's index declaration leaves out or names wrongly, as sentences. */
+function undeclared(spec: ListQuerySpec): string[] {
+  const indexes = spec.indexes;
+  if (!indexes) return spec.small ? [] : ['declares neither its indexes nor why it stays small'];
+  const problems: string[] = [];
+  const check = (what: string, allowed: readonly string[], declared: Record<string, unknown>) => {
+    const missing = allowed.filter((key) => !Object.hasOwn(declared, key));
+    const unknown = Object.keys(declared).filter((key) => !allowed.includes(key));
+    if (missing.length > 0) problems.push(`declares no index for ${what} ${missing.join(', ')}`);
+    if (unknown.length > 0) problems.push(`declares an index for unknown ${what} ${unknown.join(', ')}`);
+  };
+  check('sort', Object.keys(spec.sorts), indexes.sorts);
+  // Filters the operation applies itself (no column) are its own to make fast.
+  check(
+    'filter',
+    Object.keys(spec.filters).filter((field) => spec.filters[field].column !== undefined),
+    indexes.filters,
+  );
+  return problems;
+}
+
+/**
+ * Checks a spec once, at module load, so that a typo in an allowlist fails fast, and so does a
+ * list that grows without an index declared behind each of its sorts and filters.
+ */
 export function defineListQuery<T extends ListQuerySpec>(spec: T): T {
   for (const [field, filter] of Object.entries(spec.filters)) {
     const allowed = OPERATORS_BY_KIND[kindOf(filter.type)];
@@ -104,6 +176,9 @@ export function defineListQuery<T extends ListQuerySpec>(spec: T): T {
   }
   const sortKey = spec.defaultSort.replace(/^-/, '');
   if (!Object.hasOwn(spec.sorts, sortKey)) throw new Error(`Default sort ${spec.defaultSort} is not an allowed sort`);
+  const problems = undeclared(spec);
+  if (problems.length > 0) throw new Error(`List query over ${spec.tieBreaker}: ${problems.join('; ')}`);
+  LIST_QUERIES.add(spec);
   return spec;
 }
 

@@ -2,6 +2,7 @@ import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 /** One access decision (hub-interface §2.7b "Audit record"); written in batches, pruned after the retention period. */
 @Entity({ name: 'audit_records' })
+@Index('audit_records_object_prefix_idx', { synchronize: false })
 @Index('audit_records_when_idx', ['when', 'id'])
 @Index('audit_records_user_id_idx', ['userId', 'when'])
 @Index('audit_records_decision_idx', ['decision', 'when'])

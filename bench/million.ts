@@ -1,0 +1,175 @@
+// A million jobs and their executions (and a million audit records, users, groups, credentials and
+// role bindings), seeded by SQL with generate_series into a migrated database: what the list
+// benchmark measures and what the committed list-query plans are taken at. Deterministic (fixed
+// names, times and spreads) so that plans and figures compare between runs; only ids are random.
+import pg from 'pg';
+
+/** Every seeded time is after this instant: job i is submitted SPACING seconds after job i - 1. */
+export const SEED_EPOCH = '2026-01-01T00:00:00Z';
+export const SEED_SPACING_SECONDS = 10;
+export const SEED_NAMESPACES = 20;
+export const SEED_OWNERS = 200;
+
+export interface SeedSize {
+  readonly jobs: number;
+  /** Audit records, users, groups, credentials and role bindings, each. */
+  readonly others: number;
+}
+
+export const MILLION: SeedSize = { jobs: 1_000_000, others: 1_000_000 };
+
+/** The seeded time of job `i` (1-based), as an ISO date-time. */
+export function seededTime(i: number): string {
+  return new Date(Date.parse(SEED_EPOCH) + i * SEED_SPACING_SECONDS * 1000).toISOString();
+}
+
+/**
+ * Seeds a migrated database. Jobs: 99.5 % dead, 0.3 % running, 0.2 % pending, spread over
+ * SEED_NAMESPACES namespaces (`seed-ns-00`...) and SEED_OWNERS users (`seed-user-000`...), named
+ * `bulk-<i>`; each has one execution on one of four seeded nodes, pending ones included (claimed,
+ * never started), so that a hub running on the database leaves them be.
+ */
+export async function seedMillion(
+  url: string,
+  size: SeedSize,
+  log: (line: string) => void = () => undefined,
+  options: { rebuildIndexes?: boolean } = {},
+): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const step = async (what: string, text: string) => {
+    const began = performance.now();
+    await client.query(text);
+    log(`${what}: ${((performance.now() - began) / 1000).toFixed(1)} s`);
+  };
+  try {
+    await client.query("SET synchronous_commit = off; SET maintenance_work_mem = '256MB'");
+    // Building an index once over a million rows is much faster than growing it row by row.
+    // and in a throwaway database, foreign keys need no checking nor triggers firing (the counts are made at the end).
+    const rebuilt = options.rebuildIndexes ? await dropIndexes(client) : [];
+    if (options.rebuildIndexes) await client.query('SET session_replication_role = replica');
+    await step(
+      'namespaces, users, nodes',
+      `INSERT INTO namespaces (name, version) SELECT format('seed-ns-%s', lpad(i::text, 2, '0')), 1 FROM generate_series(0, ${SEED_NAMESPACES - 1}) i;
+       INSERT INTO users (user_name, display_name, email, version, created, modified)
+         SELECT format('seed-user-%s', lpad(i::text, 3, '0')), format('Seed User %s', i), format('seed-user-%s@example.org', i), 1,
+                '${SEED_EPOCH}'::timestamptz, '${SEED_EPOCH}'::timestamptz
+         FROM generate_series(0, ${SEED_OWNERS - 1}) i;
+       INSERT INTO cluster_nodes (name, hostname, address, type, is_worker, is_server, status, os, cpu, memory)
+         SELECT format('seed-node-%s', i), format('seed-node-%s', i), format('10.0.0.%s', i), 'local', true, false, 'ready', 'linux', 64, 262144
+         FROM generate_series(1, 4) i`,
+    );
+    await step(
+      `${size.jobs} jobs`,
+      `INSERT INTO cluster_jobs (name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
+       SELECT format('bulk-%s', i),
+              CASE WHEN i % 1000 < 3 THEN 'running' WHEN i % 1000 < 5 THEN 'pending' ELSE 'dead' END,
+              CASE WHEN i % 10 = 0 THEN 'service' ELSE 'batch' END,
+              50, ns.ids[1 + i % ${SEED_NAMESPACES}], (SELECT id FROM execution_profiles ORDER BY created LIMIT 1), us.ids[1 + (i / ${SEED_NAMESPACES}) % ${SEED_OWNERS}],
+              jsonb_build_object('name', 'main', 'command', '/usr/bin/python3', 'args', jsonb_build_array('train.py', '--epoch', i::text),
+                'envVars', '[]'::jsonb, 'environment', jsonb_build_object('PATH', '/usr/bin:/bin'), 'constraints', '[]'::jsonb),
+              jsonb_build_object('pipeline', 'nightly'),
+              t, CASE WHEN i % 1000 >= 5 THEN t + interval '1 minute' END, t, t + interval '1 minute'
+       FROM generate_series(1, ${size.jobs}) i,
+            LATERAL (SELECT '${SEED_EPOCH}'::timestamptz + i * interval '${SEED_SPACING_SECONDS} seconds' AS t) time,
+            (SELECT array_agg(id ORDER BY name) AS ids FROM namespaces WHERE name LIKE 'seed-ns-%') ns,
+            (SELECT array_agg(id ORDER BY user_name) AS ids FROM users WHERE user_name LIKE 'seed-user-%') us`,
+    );
+    await step(
+      `${size.jobs} executions`,
+      `INSERT INTO job_executions (job_id, namespace_id, owner_id, node_id, status, task_name, task_state, reserved_cpu, reserved_memory, driver_ref, exit_code, execution_dir, created, modified)
+       SELECT j.id, j.namespace_id, j.owner_id, nodes.ids[1 + abs(hashtext(j.name)) % 4],
+              CASE j.status WHEN 'dead' THEN CASE WHEN right(j.name, 2) = '13' THEN 'failed' ELSE 'completed' END ELSE j.status END,
+              'main', jsonb_build_object('status', j.status, 'failed', false, 'restarts', 0, 'events', '[]'::jsonb), 1, 1024,
+              CASE WHEN j.status <> 'pending' THEN j.name END, CASE WHEN j.status = 'dead' THEN 0 END,
+              '/var/lib/hub/executions/' || j.name, j.submit_time, j.modified
+       FROM cluster_jobs j, (SELECT array_agg(id ORDER BY name) AS ids FROM cluster_nodes WHERE name LIKE 'seed-node-%') nodes
+       WHERE j.name LIKE 'bulk-%'`,
+    );
+    if (size.others > 0) await seedOthers(step, size.others);
+    if (options.rebuildIndexes) {
+      const began = performance.now();
+      await rebuild(url, rebuilt);
+      log(`${rebuilt.length} indexes rebuilt: ${((performance.now() - began) / 1000).toFixed(1)} s`);
+      await step(
+        'counts',
+        `DELETE FROM cluster_job_counts; DELETE FROM job_execution_counts;
+         INSERT INTO cluster_job_counts (namespace_id, owner_id, status, type, n) SELECT namespace_id, owner_id, status, type, count(*) FROM cluster_jobs GROUP BY 1, 2, 3, 4;
+         INSERT INTO job_execution_counts (namespace_id, owner_id, status, n) SELECT namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3`,
+      );
+    }
+    await step('vacuum analyze', 'VACUUM ANALYZE');
+  } finally {
+    await client.end();
+  }
+}
+
+const SEEDED_TABLES = ['cluster_jobs', 'job_executions', 'audit_records', 'users', 'groups', 'role_bindings', 'credentials'];
+
+/** Drops the seeded tables' indexes that back no constraint; returns the statements that make them again. */
+async function dropIndexes(client: pg.Client): Promise<string[]> {
+  const { rows } = await client.query<{ name: string; definition: string }>(
+    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes i
+     WHERE schemaname = current_schema() AND tablename = ANY($1) AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conname = i.indexname)`,
+    [SEEDED_TABLES],
+  );
+  for (const row of rows) await client.query(`DROP INDEX "${row.name}"`);
+  return rows.map((row) => row.definition);
+}
+
+/** Makes indexes again on two connections, largest tables first, as the machine has two cores or more. */
+async function rebuild(url: string, definitions: readonly string[]): Promise<void> {
+  const queue = [...definitions];
+  const worker = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query("SET maintenance_work_mem = '256MB'; SET max_parallel_maintenance_workers = 0");
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) await client.query(next);
+    } finally {
+      await client.end();
+    }
+  };
+  await Promise.all([worker(), worker()]);
+}
+
+async function seedOthers(step: (what: string, text: string) => Promise<void>, n: number): Promise<void> {
+  await step(
+    `${n} audit records`,
+    `INSERT INTO audit_records ("when", object, namespace, action, user_id, groups, decision, purpose)
+     SELECT '${SEED_EPOCH}'::timestamptz + i * interval '1 second', format('cluster/jobs/bulk-%s', i), 'seed-ns-' || lpad((i % ${SEED_NAMESPACES})::text, 2, '0'),
+            CASE WHEN i % 3 = 0 THEN 'Update' ELSE 'Read' END, us.ids[1 + i % ${SEED_OWNERS}], '{}', CASE WHEN i % 50 = 0 THEN 'Deny' ELSE 'Allow' END, 'access'
+     FROM generate_series(1, ${n}) i, (SELECT array_agg(id) AS ids FROM users WHERE user_name LIKE 'seed-user-%') us`,
+  );
+  await step(
+    `${n} users`,
+    `INSERT INTO users (user_name, display_name, email, version, created, modified)
+     SELECT format('member-%s', i), format('Member %s', i), format('member-%s@example.org', i), 1,
+            '${SEED_EPOCH}'::timestamptz + i * interval '1 second', '${SEED_EPOCH}'::timestamptz + i * interval '2 second'
+     FROM generate_series(1, ${n}) i`,
+  );
+  await step(
+    `${n} groups`,
+    `INSERT INTO groups (name, version, created, modified)
+     SELECT format('team-%s', i), 1, '${SEED_EPOCH}'::timestamptz + i * interval '1 second', '${SEED_EPOCH}'::timestamptz + i * interval '2 second'
+     FROM generate_series(1, ${n}) i`,
+  );
+  await step(
+    `${n} role bindings`,
+    `INSERT INTO roles (name, version) SELECT 'seed-role', 1 WHERE NOT EXISTS (SELECT FROM roles);
+     INSERT INTO role_bindings (role_id, principal_id, principal_type, namespace_id, created)
+     SELECT r.id, u.id, 'user', ns.ids[1 + u.n % ${SEED_NAMESPACES}], u.created
+     FROM (SELECT id, created, row_number() OVER () AS n FROM users WHERE user_name LIKE 'member-%') u,
+          (SELECT id FROM roles ORDER BY name LIMIT 1) r,
+          (SELECT array_agg(id ORDER BY name) AS ids FROM namespaces WHERE name LIKE 'seed-ns-%') ns`,
+  );
+  await step(
+    `${n} credentials`,
+    `INSERT INTO auth_domains (namespace_id, name, allow_personal_credentials, version)
+       SELECT id, 'seed-domain', true, 1 FROM namespaces WHERE name = 'seed-ns-00';
+     INSERT INTO credentials (id, auth_domain_id, principal_id, principal_type, label, type, rank, sealed_data, version, created, modified)
+     SELECT gen_random_uuid(), d.id, u.id, 'user', 'key', 'password', u.n, '\\x00', 1, u.created, u.modified
+     FROM (SELECT id, created, modified, row_number() OVER () AS n FROM users WHERE user_name LIKE 'member-%') u,
+          (SELECT id FROM auth_domains WHERE name = 'seed-domain') d`,
+  );
+}
