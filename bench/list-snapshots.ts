@@ -142,7 +142,7 @@ const CASES: ListCase[] = [
     spec: USER_LIST_QUERY,
     path: `GET /auth/users${title}`,
     raw: () => raw,
-    run: (r, q) => r.users.list(q),
+    run: (r, q) => r.users.list(q, undefined),
   })),
   ...(
     [
@@ -155,7 +155,7 @@ const CASES: ListCase[] = [
     spec: GROUP_LIST_QUERY,
     path: `GET /auth/groups${title}`,
     raw: () => raw,
-    run: (r, q) => r.groups.list(q),
+    run: (r, q) => r.groups.list(q, undefined),
   })),
   ...(
     [
