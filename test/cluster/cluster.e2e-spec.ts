@@ -1,12 +1,12 @@
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { ClusterScheduler } from '../../src/cluster/cluster-scheduler.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Launch } from '../../src/cluster/drivers/cluster-driver.js';
 import { poll } from '../support/poll.js';
-import { bearer, problemPaths, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { bearer, enterableTempDir, problemPaths, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
 /**
  * The cluster on the local driver (api-map §9, hub-interface §2.10 and §4.11): the hub's host as
@@ -128,13 +128,6 @@ function killAllUnder(dir: string): void {
 
 const seqText = (count: number) => Array.from({ length: count }, (_, index) => `${index + 1}\n`).join('');
 const plusMs = (time: string, ms: number) => new Date(Date.parse(time) + ms).toISOString();
-
-/** A shared directory the users jobs run as may enter: a hub running as root refuses any other. */
-function enterableTempDir(prefix: string): string {
-  const directory = mkdtempSync(join(tmpdir(), prefix));
-  chmodSync(directory, 0o711);
-  return directory;
-}
 
 /** The calls every part of the suite makes, against one hub as one caller by default. */
 function clientOf(hub: TestHub, admin: Headers, sharedDir: string) {

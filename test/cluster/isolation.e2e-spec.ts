@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { NOT_ROOT } from '../../src/cluster/job-identities.js';
-import { bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { bearer, enterableTempDir, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
 /**
  * What a task may not reach on the local driver, when the hub runs as root (as CI does) and so
@@ -223,7 +223,7 @@ asRoot('jobs of users who hold only the submit role, on a hub running as root', 
   const log = (executionId: string) => logOf(hub, executionId);
 
   beforeAll(async () => {
-    sharedDir = mkdtempSync(join(tmpdir(), 'hub-attacks-'));
+    sharedDir = enterableTempDir('hub-attacks-');
     hub = await startTestHub({ env: { HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '3' } });
     const standard = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: admin() });
     profile = standard.json<{ data: { _id: string }[] }>().data[0]._id;

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
+import { rmSync } from 'node:fs';
+import { bearer, enterableTempDir, startTestHub, type TestHub } from '../support/test-hub.js';
 
 /**
  * The slurm driver against a real Slurm cluster: the two nodes of scripts/slurm-up.sh (`vm`-like
@@ -61,9 +59,8 @@ withSlurm('the slurm driver on a real Slurm cluster', () => {
     } catch {
       execFileSync('useradd', ['--no-create-home', '--shell', '/bin/sh', ACCOUNT]);
     }
-    sharedDir = mkdtempSync(join(tmpdir(), 'hub-slurm-'));
     // Jobs run as their users, who must be able to reach their directories under it.
-    chmodSync(sharedDir, 0o711);
+    sharedDir = enterableTempDir('hub-slurm-');
     hub = await startTestHub({ env: { HUB_CLUSTER_DRIVER: 'slurm', HUB_SHARED_DIR: sharedDir } });
     admin = bearer(hub.adminToken);
     const me = (await call('GET', 'auth/me')) as { _id: string };

@@ -8,6 +8,17 @@ import { createHubApp } from '../../src/common/http/hub-app.js';
 import { createRootLogger } from '../../src/common/logging/hub-logger.js';
 import { createDatabaseFromTemplate, databaseUrl, dropDatabase, SERVER_URL_VARIABLE, TEMPLATE_VARIABLE } from './test-database.js';
 
+/**
+ * A temporary directory the users jobs run as may enter (mode 0711): a hub running as root refuses
+ * a shared directory they cannot reach, and puts its executions elsewhere when its data directory
+ * is one.
+ */
+export function enterableTempDir(prefix: string): string {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(directory, 0o711);
+  return directory;
+}
+
 export const ADMIN_USER = 'admin';
 export const ADMIN_PASSWORD = 'test-admin-password';
 export const JWT_SECRET = 'a-test-secret-of-at-least-thirty-two-characters';
@@ -63,9 +74,7 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
   const template = process.env[TEMPLATE_VARIABLE];
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
   const database = shared ? undefined : await createDatabaseFromTemplate(serverUrl, template);
-  const dataDir = mkdtempSync(join(tmpdir(), 'hub-test-'));
-  // Enterable by jobs' users (when the run is root's), so that executions' directories stay in it.
-  chmodSync(dataDir, 0o711);
+  const dataDir = enterableTempDir('hub-test-');
   const cleanUp = async () => {
     if (database) await dropDatabase(serverUrl, database);
     rmSync(dataDir, { recursive: true, force: true });
