@@ -1,12 +1,13 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
 import { validate, type ValidationError } from 'class-validator';
-import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
+import { InvalidInputError, MAX_LISTED_ERRORS, type FieldError } from '../errors/hub-errors.js';
+import { isDocumented, isNullable } from './nullable.js';
 
 function escapePointer(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-/** One entry per invalid property (its messages joined), in the order of the properties. */
+/** One entry per invalid property (its first failed rule), in the order of the properties. */
 function fieldErrors(errors: readonly ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const path = `${parent}/${escapePointer(error.property)}`;
@@ -20,6 +21,29 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** An object class-transformer made from a DTO class (a nested `@Type`), as opposed to free-form JSON. */
+function isDtoInstance(value: unknown): value is object {
+  return isPlainObject(value) && Object.getPrototypeOf(value) !== Object.prototype;
+}
+
+/**
+ * `null` where the document does not mark a property nullable is a wrong type like any other
+ * (api-map §0): class-validator's `@IsOptional` would let it through as if absent. Walks the DTO
+ * instances only (free-form objects may hold nulls), skipping properties already reported.
+ */
+function nullProblems(instance: object, path: string, reported: ReadonlySet<string>): FieldError[] {
+  const prototype = Object.getPrototypeOf(instance) as object;
+  return Object.entries(instance).flatMap(([property, value]: [string, unknown]) => {
+    const at = `${path}/${escapePointer(property)}`;
+    if (value === null)
+      return isDocumented(prototype, property) && !isNullable(prototype, property) && !reported.has(at)
+        ? [{ path: at, message: `${property} must not be null` }]
+        : [];
+    if (Array.isArray(value)) return value.flatMap((item: unknown, index) => (isDtoInstance(item) ? nullProblems(item, `${at}/${index}`, reported) : []));
+    return isDtoInstance(value) ? nullProblems(value, at, reported) : [];
+  });
+}
+
 async function instanceAndProblems<T extends object>(dto: ClassConstructor<T>, body: unknown, path: string): Promise<{ instance: T; problems: FieldError[] }> {
   if (!isPlainObject(body)) throw InvalidInputError.at(path, path ? `Item ${path} must be a JSON object` : 'The request body must be a JSON object');
   const instance = plainToInstance(dto, body);
@@ -27,14 +51,20 @@ async function instanceAndProblems<T extends object>(dto: ClassConstructor<T>, b
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
+    // One message per property, and no walk into the items of an array that already failed (its
+    // size limit, say): the work stays bounded by the DTOs' limits, not by what the client sent.
+    stopAtFirstError: true,
     validationError: { target: false, value: false },
   });
-  return { instance, problems: fieldErrors(errors, path) };
+  const problems = fieldErrors(errors, path);
+  const reported = new Set(problems.map((problem) => problem.path));
+  return { instance, problems: [...problems, ...nullProblems(instance, path, reported)] };
 }
 
-/** The 400 for a body with these problems; the detail lists them all. */
+/** The 400 for a body with these problems; the detail names the first ones (the problem filter adds how many there were). */
 export function invalidBody(problems: readonly FieldError[]): InvalidInputError {
-  return new InvalidInputError(`Invalid request body: ${problems.map((p) => p.message).join('; ')}`, problems);
+  const listed = problems.slice(0, MAX_LISTED_ERRORS).map((problem) => problem.message);
+  return new InvalidInputError(`Invalid request body: ${listed.join('; ')}`, problems);
 }
 
 /**
