@@ -53,9 +53,9 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', '**/*.spec.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', '**/*.spec.ts', 'bench/**/*.ts', 'fuzz/**/*.ts'],
     rules: {
-      // Replies are parsed JSON: tests and benchmarks read fields off them freely.
+      // Replies are parsed JSON: tests, benchmarks and the fuzzer read fields off them freely.
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',

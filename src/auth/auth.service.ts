@@ -128,6 +128,8 @@ export class AuthService {
     } catch {
       throw new UnauthorizedError('The bearer token is invalid or has expired; log in again');
     }
+    // A token without an expiry would be good forever: the hub issues none, so none is accepted.
+    if (typeof claims.exp !== 'number') throw new UnauthorizedError('The bearer token has no expiry (exp); log in again');
     const caller = await this.callers.get(claims.sub, (id) => this.loadCaller(id));
     if (!caller) throw new UnauthorizedError("The bearer token's user no longer exists or is inactive");
     return { caller, claims };

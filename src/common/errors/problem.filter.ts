@@ -136,10 +136,10 @@ function boundedProblem(problem: Problem): { detail: string; errors?: FieldError
   };
 }
 
-/** Writes an RFC 9457 problem: `msg` repeats `detail`, and the request id ties it to the logs. */
-export function sendProblem(reply: FastifyReply, requestId: string, problem: Problem): void {
+/** The RFC 9457 body of a problem: `msg` repeats `detail`, and the request id ties it to the logs. */
+export function problemBody(requestId: string, problem: Problem): Record<string, unknown> {
   const { detail, errors } = boundedProblem(problem);
-  const body = {
+  return {
     type: 'about:blank',
     title: STATUS_CODES[problem.status] ?? 'Error',
     status: problem.status,
@@ -148,6 +148,11 @@ export function sendProblem(reply: FastifyReply, requestId: string, problem: Pro
     ...(errors && { errors }),
     requestId,
   };
+}
+
+/** Writes a problem as the reply. */
+export function sendProblem(reply: FastifyReply, requestId: string, problem: Problem): void {
+  const body = problemBody(requestId, problem);
   void reply
     .status(problem.status)
     .headers(problem.headers ?? {})
