@@ -25,12 +25,12 @@ const areaBoundaries = AREAS.map((area) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', '.data/', 'bench/results/'] },
+  { ignores: ['dist/', 'coverage/', 'node_modules/', '.data/', 'bench/results/', 'test/smoke/typed-client/hub-api.d.ts'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'test/smoke/typed-client/*.ts'] }, tsconfigRootDir: import.meta.dirname },
       globals: globals.node,
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },

@@ -142,7 +142,8 @@ export class Pools {
     const wanted = normalise(property.replace(/Ids?$/, ''));
     if (!wanted) return [];
     const pool = kind === 'id' ? this.ids : this.names;
-    return [...pool.entries()].filter(([collection]) => normalise(collection.split('/').pop() ?? '').startsWith(wanted)).flatMap(([, values]) => [...values]);
+    const matches = (collection: string) => normalise(collection.split('/').pop() ?? '').startsWith(wanted) || normalise(collection).includes(wanted);
+    return [...pool.entries()].filter(([collection]) => matches(collection)).flatMap(([, values]) => [...values]);
   }
 
   allIds(): string[] {
