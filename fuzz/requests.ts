@@ -189,8 +189,15 @@ export function disarm(body: unknown, depth = 0): unknown {
   );
 }
 
-/** A valid request for an operation, as far as the document and what the hub has answered allow. */
-export function validRequest(operation: Operation, document: OpenApiDocument, pools: Pools, draw: Draw, auth: Record<string, string>): HubRequest {
+/** A valid request for an operation, as far as the document and what the hub has answered allow; `plain`: no optional parts. */
+export function validRequest(
+  operation: Operation,
+  document: OpenApiDocument,
+  pools: Pools,
+  draw: Draw,
+  auth: Record<string, string>,
+  plain = false,
+): HubRequest {
   const writes = operation.method !== 'GET';
   const path = operation.path.replace(/\{([^}]+)\}/g, (_match, name: string, offset: number) => {
     const collection = collectionOf(operation.path.slice(0, offset + 1 + name.length + 1));
@@ -199,16 +206,23 @@ export function validRequest(operation: Operation, document: OpenApiDocument, po
     const value = candidates.length > 0 && draw.chance(0.9) ? draw.pick(candidates) : String(sampled(parameter?.schema ?? { type: 'string' }, document));
     return percentEncode(value);
   });
-  const query = operation.parameters
-    .filter((parameter) => parameter.in === 'query' && (parameter.required || draw.chance(0.15)))
-    .map((parameter) => [parameter.name, queryValue(parameter.schema, document, draw)] as const);
-  const body = operation.bodySchema ? disarm(withReferences(sampled(operation.bodySchema, document), pools, draw)) : undefined;
+  // The required parameters and at most two optional ones (together, some exclude each other).
+  const queryParameters = operation.parameters.filter((parameter) => parameter.in === 'query');
+  const optional = queryParameters.filter((parameter) => !parameter.required);
+  const chosen = [
+    ...queryParameters.filter((parameter) => parameter.required),
+    ...(optional.length > 0 && !plain ? Array.from({ length: draw.value(fc.nat({ max: 2 })) }, () => draw.pick(optional)) : []),
+  ];
+  const query = [...new Set(chosen)].map((parameter) => [parameter.name, queryValue(parameter.schema, document, draw)] as const);
+  // Half the bodies hold only the required properties: the optional ones' examples do not always fit together.
+  const skipNonRequired = plain || draw.chance(0.5);
+  const body = operation.bodySchema ? disarm(withReferences(sampled(operation.bodySchema, document, skipNonRequired), pools, draw)) : undefined;
   const headers: Record<string, string> = { ...auth, ...(body !== undefined ? { 'content-type': operation.mediaTypes[0] } : {}) };
   return { method: operation.method, path, query, headers, body };
 }
 
-function sampled(schema: Schema, document: OpenApiDocument): unknown {
-  return sample(schema as never, { skipReadOnly: true, quiet: true, enablePatterns: true }, document);
+function sampled(schema: Schema, document: OpenApiDocument, skipNonRequired = false): unknown {
+  return sample(schema as never, { skipReadOnly: true, skipNonRequired, quiet: true, enablePatterns: true }, document);
 }
 
 function queryValue(schema: Schema | undefined, document: OpenApiDocument, draw: Draw): string {

@@ -101,7 +101,7 @@ async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ fa
 
   // What exists before the run (the administrator, built-in roles and bindings) is read, never written.
   for (const operation of operations.filter((item) => item.method === 'GET' && !item.path.includes('{'))) {
-    const response = await send(hub.url, validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` }));
+    const response = await send(hub.url, validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` }, true));
     if (response.status === 200) pools.learn(learnedUnder(operation.path), json(response), true);
   }
 
@@ -136,7 +136,7 @@ async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ fa
       } finally {
         requests += 1;
       }
-      const statusKey = `${mutation?.kind ?? 'valid'} ${response.status}`;
+      const statusKey = mutation ? `${mutation.kind} ${response.status}` : `valid ${response.status} ${operation.id}`;
       statuses.set(statusKey, (statuses.get(statusKey) ?? 0) + 1);
       for (const finding of checkReply(operation, response, mutation?.unauthenticated === true)) fail(operation, mutation, response.status, request, finding);
       const after = await snapshot.take();
