@@ -14,6 +14,9 @@ export interface Mutation {
   /** Whether the request carries no valid credentials (so a non-public operation must answer 401). */
   readonly unauthenticated?: boolean;
   readonly apply: (request: HubRequest, operation: Operation, draw: Draw, credentials: Credentials) => HubRequest | undefined;
+  /** For a mutation of one field, made at every field in turn ("null in every field"): how many fields a request has, and the request mutated at one. */
+  readonly fields?: (request: HubRequest) => number;
+  readonly applyAt?: (request: HubRequest, index: number, draw: Draw) => HubRequest | undefined;
 }
 
 /** Strings that have broken servers: traversal, NUL, SQL and shell metacharacters, templates, odd Unicode. */
@@ -84,18 +87,28 @@ function replaced(body: unknown, path: readonly (string | number)[], value: unkn
   return record;
 }
 
-/** A mutation of one place in the body (a property, an item, or the body itself). */
-function atSomePlace(kind: string, value: (draw: Draw, current: unknown) => unknown, placesOnly?: 'properties'): Mutation {
+/**
+ * A mutation of one place in the body (a property, an item, or the body itself); with `everyField`,
+ * the first pass makes it at every place in turn.
+ */
+function atSomePlace(kind: string, value: (draw: Draw, current: unknown) => unknown, { placesOnly = false, everyField = false } = {}): Mutation {
+  const places = (request: HubRequest) =>
+    request.body === undefined ? [] : placesIn(request.body).filter((path) => !placesOnly || typeof path[path.length - 1] === 'string');
+  const at = (request: HubRequest, path: (string | number)[] | undefined, draw: Draw): HubRequest | undefined => {
+    if (!path) return undefined;
+    const current = path.reduce<unknown>((node, key) => (node as Record<string | number, unknown> | undefined)?.[key], request.body);
+    return { ...request, body: disarm(replaced(request.body, path, value(draw, current))) };
+  };
   return {
     kind,
     apply: (request, _operation, draw) => {
-      if (request.body === undefined) return undefined;
-      const places = placesIn(request.body).filter((path) => placesOnly !== 'properties' || typeof path[path.length - 1] === 'string');
-      if (places.length === 0) return undefined;
-      const path = draw.pick(places);
-      const current = path.reduce<unknown>((node, key) => (node as Record<string | number, unknown> | undefined)?.[key], request.body);
-      return { ...request, body: disarm(replaced(request.body, path, value(draw, current))) };
+      const candidates = places(request);
+      return candidates.length === 0 ? undefined : at(request, draw.pick(candidates), draw);
     },
+    ...(everyField && {
+      fields: (request: HubRequest) => places(request).length,
+      applyAt: (request: HubRequest, index: number, draw: Draw) => at(request, places(request)[index], draw),
+    }),
   };
 }
 
@@ -175,11 +188,13 @@ const AFTER_READING = new Set([
 
 /** The mutations, each a kind of hostile input; every operation gets every one that applies to it. */
 export const MUTATIONS: readonly Mutation[] = [
-  atSomePlace('wrong type', (draw, current) =>
-    draw.value(anyJson.filter((value) => typeof value !== typeof current || Array.isArray(value) !== Array.isArray(current))),
+  atSomePlace(
+    'wrong type',
+    (draw, current) => draw.value(anyJson.filter((value) => typeof value !== typeof current || Array.isArray(value) !== Array.isArray(current))),
+    { everyField: true },
   ),
-  atSomePlace('null', () => null, 'properties'),
-  atSomePlace('missing field', () => undefined, 'properties'),
+  atSomePlace('null', () => null, { placesOnly: true, everyField: true }),
+  atSomePlace('missing field', () => undefined, { placesOnly: true, everyField: true }),
   {
     kind: 'extra field',
     apply: (request, _operation, draw) =>

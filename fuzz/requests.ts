@@ -189,14 +189,17 @@ export function disarm(body: unknown, depth = 0): unknown {
   );
 }
 
-/** A valid request for an operation, as far as the document and what the hub has answered allow; `plain`: no optional parts. */
+/**
+ * A valid request for an operation, as far as the document and what the hub has answered allow:
+ * `plain`, without optional parameters or properties; `full`, with every optional property.
+ */
 export function validRequest(
   operation: Operation,
   document: OpenApiDocument,
   pools: Pools,
   draw: Draw,
   auth: Record<string, string>,
-  plain = false,
+  { plain = false, full = false }: { plain?: boolean; full?: boolean } = {},
 ): HubRequest {
   const writes = operation.method !== 'GET';
   const path = operation.path.replace(/\{([^}]+)\}/g, (_match, name: string, offset: number) => {
@@ -215,7 +218,7 @@ export function validRequest(
   ];
   const query = [...new Set(chosen)].map((parameter) => [parameter.name, queryValue(parameter.schema, document, draw)] as const);
   // Half the bodies hold only the required properties: the optional ones' examples do not always fit together.
-  const skipNonRequired = plain || draw.chance(0.5);
+  const skipNonRequired = !full && (plain || draw.chance(0.5));
   const body = operation.bodySchema ? disarm(withReferences(sampled(operation.bodySchema, document, skipNonRequired), pools, draw)) : undefined;
   const headers: Record<string, string> = { ...auth, ...(body !== undefined ? { 'content-type': operation.mediaTypes[0] } : {}) };
   return { method: operation.method, path, query, headers, body };

@@ -42,6 +42,8 @@ interface Failure extends Finding {
 interface Step {
   readonly operation: Operation;
   readonly mutation?: Mutation;
+  /** The first pass's field mutations: at which field of the body (all in turn). */
+  readonly place?: number;
 }
 
 const { values: options } = parseArgs({
@@ -101,12 +103,19 @@ async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ fa
 
   // What exists before the run (the administrator, built-in roles and bindings) is read, never written.
   for (const operation of operations.filter((item) => item.method === 'GET' && !item.path.includes('{'))) {
-    const response = await send(hub.url, validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` }, true));
+    const response = await send(hub.url, validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` }, { plain: true }));
     if (response.status === 200) pools.learn(learnedUnder(operation.path), json(response), true);
   }
 
   // Every operation with a valid request and each mutation that applies, in a random order; then random steps.
-  const firstPass: Step[] = operations.flatMap((operation) => [{ operation }, ...MUTATIONS.map((mutation) => ({ operation, mutation }))]);
+  // Field mutations go to every field of a body with all its optional properties: null and wrong types in every field.
+  const fieldsOf = (operation: Operation, mutation: Mutation) => mutation.fields?.(validRequest(operation, document, pools, draw, {}, { full: true })) ?? 0;
+  const firstPass: Step[] = operations.flatMap((operation) => [
+    { operation },
+    ...MUTATIONS.flatMap((mutation) =>
+      mutation.fields ? Array.from({ length: fieldsOf(operation, mutation) }, (_, place) => ({ operation, mutation, place })) : [{ operation, mutation }],
+    ),
+  ]);
   for (let index = firstPass.length - 1; index > 0; index -= 1) {
     const other = draw.value(fc.nat({ max: index }));
     [firstPass[index], firstPass[other]] = [firstPass[other], firstPass[index]];
@@ -116,15 +125,17 @@ async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ fa
   } finally {
     await snapshot.close();
   }
+  if (requests < firstPass.length)
+    console.log(`The first pass (every operation, every mutation: ${firstPass.length} requests) did not finish: give it more --seconds`);
   return { failures: [...failures.values()], requests, statuses };
 
   async function run(): Promise<void> {
     let before = await snapshot.take();
     for (let step = 0; Date.now() < deadline && hub.alive(); step += 1) {
-      const { operation, mutation }: Step =
+      const { operation, mutation, place }: Step =
         step < firstPass.length ? firstPass[step] : { operation: draw.pick(operations), mutation: draw.chance(0.3) ? undefined : draw.pick(MUTATIONS) };
-      const valid = validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` });
-      const request = mutation ? mutation.apply(valid, operation, draw, credentials()) : valid;
+      const valid = validRequest(operation, document, pools, draw, { authorization: `Bearer ${token}` }, { full: place !== undefined });
+      const request = !mutation ? valid : place !== undefined ? mutation.applyAt?.(valid, place, draw) : mutation.apply(valid, operation, draw, credentials());
       if (!request) continue;
       let response: HubResponse;
       try {
