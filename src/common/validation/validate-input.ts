@@ -1,5 +1,5 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
-import { validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, type ValidationError } from 'class-validator';
 import { InvalidInputError, MAX_LISTED_ERRORS, type FieldError } from '../errors/hub-errors.js';
 import { isDocumented, isNullable } from './nullable.js';
 
@@ -7,7 +7,7 @@ function escapePointer(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-/** One entry per invalid property (its first failed rule), in the order of the properties. */
+/** One entry per invalid property (its messages joined), in the order of the properties. */
 function fieldErrors(errors: readonly ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const path = `${parent}/${escapePointer(error.property)}`;
@@ -44,16 +44,44 @@ function nullProblems(instance: object, path: string, reported: ReadonlySet<stri
   });
 }
 
+const arrayLimits = new WeakMap<object, ReadonlyMap<string, number>>();
+
+/** The `@ArrayMaxSize` of each property of a DTO class that has one. */
+function arrayLimitsOf(dto: object): ReadonlyMap<string, number> {
+  let limits = arrayLimits.get(dto);
+  if (!limits) {
+    const metadata = getMetadataStorage().getTargetValidationMetadatas(dto as new () => object, '', true, false);
+    limits = new Map(metadata.filter((item) => item.name === 'arrayMaxSize').map((item) => [item.propertyName, Number(item.constraints[0])]));
+    arrayLimits.set(dto, limits);
+  }
+  return limits;
+}
+
+/**
+ * Cuts every array longer than its `@ArrayMaxSize` to one item over it: the array is refused all
+ * the same, and validation then walks (and reports on) at most that many items, so its work is
+ * bounded by the DTOs' limits, not by what the client sent (10,000 nested arrays are one error).
+ */
+function clipOversizeArrays(instance: object): void {
+  const limits = arrayLimitsOf(instance.constructor);
+  const record = instance as Record<string, unknown>;
+  for (const [property, value] of Object.entries(record)) {
+    const limit = limits.get(property);
+    const items = Array.isArray(value) && limit !== undefined && value.length > limit + 1 ? value.slice(0, limit + 1) : value;
+    if (items !== value) record[property] = items;
+    if (Array.isArray(items)) items.forEach((item: unknown) => isDtoInstance(item) && clipOversizeArrays(item));
+    else if (isDtoInstance(items)) clipOversizeArrays(items);
+  }
+}
+
 async function instanceAndProblems<T extends object>(dto: ClassConstructor<T>, body: unknown, path: string): Promise<{ instance: T; problems: FieldError[] }> {
   if (!isPlainObject(body)) throw InvalidInputError.at(path, path ? `Item ${path} must be a JSON object` : 'The request body must be a JSON object');
   const instance = plainToInstance(dto, body);
+  clipOversizeArrays(instance);
   const errors = await validate(instance, {
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
-    // One message per property, and no walk into the items of an array that already failed (its
-    // size limit, say): the work stays bounded by the DTOs' limits, not by what the client sent.
-    stopAtFirstError: true,
     validationError: { target: false, value: false },
   });
   const problems = fieldErrors(errors, path);
