@@ -34,7 +34,8 @@ export interface HubProcess {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on the loopback address right now. */
+export async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as { port: number };

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { freePort } from '../../fuzz/hub-process.js';
 
 const MAIN = resolve('dist/src/main.js');
 
@@ -14,14 +15,6 @@ interface RunningHub {
   readonly lines: Record<string, unknown>[];
   readonly output: () => string;
   readonly url: string;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
 }
 
 /** Starts `node dist/src/main.js` and resolves once /health/ready answers 200, or rejects with its output. */
