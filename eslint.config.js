@@ -25,12 +25,12 @@ const areaBoundaries = AREAS.map((area) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', '.data/', 'bench/results/'] },
+  { ignores: ['dist/', 'coverage/', 'node_modules/', '.data/', 'bench/results/', 'test/smoke/typed-client/hub-api.d.ts'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'test/smoke/typed-client/*.ts'] }, tsconfigRootDir: import.meta.dirname },
       globals: globals.node,
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
@@ -53,9 +53,9 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', '**/*.spec.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', '**/*.spec.ts', 'bench/**/*.ts', 'fuzz/**/*.ts'],
     rules: {
-      // Replies are parsed JSON: tests and benchmarks read fields off them freely.
+      // Replies are parsed JSON: tests, benchmarks and the fuzzer read fields off them freely.
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',

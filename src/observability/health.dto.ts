@@ -6,6 +6,11 @@ export class HealthDto {
 }
 
 export class ReadinessDto extends HealthDto {
-  @ApiProperty({ example: { database: 'up', migrations: 'applied' } })
+  @ApiProperty({
+    type: 'object',
+    properties: { database: { type: 'string', enum: ['up'] }, migrations: { type: 'string', enum: ['applied'] } },
+    required: ['database', 'migrations'],
+    example: { database: 'up', migrations: 'applied' },
+  })
   checks!: { database: 'up'; migrations: 'applied' };
 }

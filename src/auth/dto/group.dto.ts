@@ -4,6 +4,7 @@ import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { Group } from '../entities/group.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 /** `groupField`: what `fields` and `excludeFields` accept for groups (hub-interface §2.2). */
 export const GROUP_FIELDS = ['_id', '_created', '_modified', 'externalId', 'name'] as const;
@@ -21,14 +22,14 @@ export class GroupInputDto extends ServerOwnedFields {
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 256, description: 'Identity in an external directory; unique' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MinLength(1)
   @MaxLength(256)
   externalId?: string | null;
 
   @ApiPropertyOptional({ description: 'Set by the hub; only false is accepted (or the current value on a replace)' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   system?: boolean | null;
 }

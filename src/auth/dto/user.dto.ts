@@ -1,9 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsEmail, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
+import { IsBoolean, IsEmail, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsDateTime } from '../../common/validation/is-date-time.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { User } from '../entities/user.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 /** `userField`: what `fields` and `excludeFields` accept for users (hub-interface §2.1). */
 export const USER_FIELDS = [
@@ -39,60 +40,60 @@ export class UserInputDto extends ServerOwnedFields {
   userName!: string;
 
   @ApiPropertyOptional({ maxLength: 256, example: 'Ada Lovelace' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(256)
   displayName?: string | null;
 
   @ApiPropertyOptional({ example: 'ada@example.com' })
-  @IsOptional()
+  @Nullable()
   @IsEmail({}, { message: 'email must be an e-mail address' })
   @MaxLength(320)
   email?: string | null;
 
   @ApiPropertyOptional({ description: 'Inactive users cannot log in; absent means true' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   active?: boolean | null;
 
   @ApiPropertyOptional({ description: 'Set by the hub; only false is accepted (or the current value on a replace)' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   system?: boolean | null;
 
   @ApiPropertyOptional({ maxLength: 256, description: 'Identity in an external directory; unique' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MinLength(1)
   @MaxLength(256)
   externalId?: string | null;
 
   @ApiPropertyOptional({ example: '/home/ada' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @Matches(ABSOLUTE_PATH, { message: 'unixHomeDirectory must be an absolute path' })
   unixHomeDirectory?: string | null;
 
   @ApiPropertyOptional({ pattern: UNIX_USER_NAME.source, example: 'ada' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @Matches(UNIX_USER_NAME, { message: 'unixUserName must be a POSIX user name: a lower-case letter or "_", then up to 31 of a-z, 0-9, "_", "." or "-"' })
   unixUserName?: string | null;
 
   @ApiPropertyOptional({ example: 'ada@EXAMPLE.COM' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(256)
   @Matches(USER_PRINCIPAL_NAME, { message: 'userPrincipalName must look like name@REALM' })
   userPrincipalName?: string | null;
 
   @ApiPropertyOptional({ description: 'On create: invite the user instead of setting a password. Cannot be changed later.' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   invitationPending?: boolean | null;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'When a pending invitation lapses; default 7 days after creation' })
-  @IsOptional()
+  @Nullable()
   @IsDateTime()
   invitationExpiry?: string | null;
 

@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { IsBoolean, IsString, MaxLength, MinLength } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 /** The body of a create or a replace (and what a patch must produce). */
 export class AuthDomainInputDto extends ServerOwnedFields {
@@ -17,13 +18,13 @@ export class AuthDomainInputDto extends ServerOwnedFields {
   namespace!: string;
 
   @ApiPropertyOptional({ maxLength: 1024, example: 'Credentials for the data warehouse' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(1024)
   description?: string | null;
 
   @ApiPropertyOptional({ description: 'Users may store their own credentials in this domain; absent means false' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   allowPersonalCredentials?: boolean | null;
 }

@@ -1,11 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsObject, IsString, IsUUID, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsStringMap } from '../../common/validation/is-string-map.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import { MAX_RANK, MIN_RANK, RANK_POSITIONS, type RankPosition } from '../credential-rank.js';
 import { CREDENTIAL_TYPES, type CredentialType } from '../entities/credential.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 const MAX_SAFE_RANK = Number(MAX_RANK);
 const MIN_SAFE_RANK = Number(MIN_RANK);
@@ -16,17 +17,17 @@ export class RankDefinitionDto {
     enum: RANK_POSITIONS,
     description: 'High: first; Low: last; Mid: the middle; Above/Below: right before/after the credential in above/below; Between: strictly between the two',
   })
-  @IsOptional()
+  @Nullable()
   @IsIn(RANK_POSITIONS, { message: `position must be one of ${RANK_POSITIONS.join(', ')}` })
   position?: RankPosition | null;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'For Above and Between: the credential that stays better (ranks before)' })
-  @IsOptional()
+  @Nullable()
   @IsUUID('all', { message: 'above must be a credential id (a UUID)' })
   above?: string | null;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'For Below and Between: the credential that stays worse (ranks after)' })
-  @IsOptional()
+  @Nullable()
   @IsUUID('all', { message: 'below must be a credential id (a UUID)' })
   below?: string | null;
 
@@ -37,7 +38,7 @@ export class RankDefinitionDto {
     maximum: MAX_SAFE_RANK,
     description: 'Without a position: the rank itself (lower is better); no other credential of the domain may hold it',
   })
-  @IsOptional()
+  @Nullable()
   @IsInt({ message: 'value must be an integer' })
   @Min(MIN_SAFE_RANK)
   @Max(MAX_SAFE_RANK)
@@ -55,7 +56,7 @@ export class CredentialInputDto extends ServerOwnedFields {
   principal!: string;
 
   @ApiPropertyOptional({ description: 'A disabled credential is never resolved; absent means false' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   disabled?: boolean | null;
 
@@ -70,14 +71,14 @@ export class CredentialInputDto extends ServerOwnedFields {
   type!: CredentialType;
 
   @ApiPropertyOptional({ type: RankDefinitionDto, description: 'Where to place it; on create, absent means last (Low); on replace, absent keeps the rank' })
-  @IsOptional()
+  @Nullable()
   @IsObject({ message: 'rank must be a rankDefinition object' })
   @ValidateNested()
   @Type(() => RankDefinitionDto)
   rank?: RankDefinitionDto | null;
 
   @ApiPropertyOptional({ example: 'secret/data/warehouse', maxLength: 1024, description: 'Required for, and only for, type Vault' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MinLength(1)
   @MaxLength(1024)
@@ -89,7 +90,7 @@ export class CredentialInputDto extends ServerOwnedFields {
     example: { username: 'etl', password: 's3cret' },
     description: 'For type Internal: the secret, encrypted at rest. Write-only but for its own principal: a replace without it keeps what is stored',
   })
-  @IsOptional()
+  @Nullable()
   @IsStringMap({ maxEntries: 64, maxValueLength: 65536 })
   data?: Record<string, string> | null;
 }

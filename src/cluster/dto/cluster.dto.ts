@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -7,7 +7,6 @@ import {
   IsDefined,
   IsInt,
   IsObject,
-  IsOptional,
   IsString,
   IsUUID,
   Matches,
@@ -22,6 +21,7 @@ import { ENVIRONMENT_NAME } from '../../execution-profiles/dto/execution-profile
 import { EXECUTION_STATUSES, type ExecutionStatus, type TaskEvent } from '../entities/job-execution.entity.js';
 import { JOB_STATUSES, JOB_TYPES, type JobStatus, type JobType } from '../entities/cluster-job.entity.js';
 import { NODE_STATUSES, type NodeStatus } from '../entities/cluster-node.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 export class NodeListItemDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -111,7 +111,7 @@ export class TaskInputDto {
   command!: string;
 
   @ApiPropertyOptional({ type: [String], example: ['hello'] })
-  @IsOptional()
+  @Nullable()
   @IsArray()
   @ArrayMaxSize(1024)
   @IsString({ each: true })
@@ -119,7 +119,7 @@ export class TaskInputDto {
   args?: string[] | null;
 
   @ApiPropertyOptional({ type: [EnvVarDto] })
-  @IsOptional()
+  @Nullable()
   @IsArray()
   @ArrayMaxSize(256)
   @ValidateNested({ each: true })
@@ -153,7 +153,7 @@ export class SubmitJobDto {
   task!: TaskInputDto;
 
   @ApiPropertyOptional({ minimum: 0, maximum: 100, default: 50, description: 'Higher runs first' })
-  @IsOptional()
+  @Nullable()
   @IsInt()
   @Min(0)
   @Max(100)
@@ -193,8 +193,9 @@ export class ExecutionResourcesDto {
   @ApiProperty({ description: 'MiB; 0: none reserved' }) reservedMemory!: number;
 }
 
+@ApiExtraModels(TaskStateDto)
 export class ExecutionDto extends ExecutionListItemDto {
-  @ApiProperty({ type: 'object', additionalProperties: { $ref: '#/components/schemas/TaskStateDto' } }) taskStates!: Record<string, TaskStateDto>;
+  @ApiProperty({ type: 'object', additionalProperties: { $ref: getSchemaPath(TaskStateDto) } }) taskStates!: Record<string, TaskStateDto>;
   @ApiProperty({ type: ExecutionResourcesDto }) resources!: ExecutionResourcesDto;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) jobProperties!: Record<string, string>;
 }

@@ -1,3 +1,6 @@
+/** A problem reply lists at most this many errors; its detail says how many there were (api-map §0). */
+export const MAX_LISTED_ERRORS = 50;
+
 /** One problem with one input: a body JSON Pointer, a query parameter or a header name. */
 export interface FieldError {
   readonly path: string;

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { QueryFailedError } from 'typeorm';
 import { HubLogger } from '../logging/hub-logger.js';
-import { HubError, type FieldError } from './hub-errors.js';
+import { HubError, MAX_LISTED_ERRORS, type FieldError } from './hub-errors.js';
 
 export interface Problem {
   readonly status: number;
@@ -104,17 +104,55 @@ export class ProblemFilter implements ExceptionFilter {
   }
 }
 
-/** Writes an RFC 9457 problem: `msg` repeats `detail`, and the request id ties it to the logs. */
-export function sendProblem(reply: FastifyReply, requestId: string, problem: Problem): void {
-  const body = {
+/** Bytes (as JSON text) a problem's detail, an error's path and an error's message may take. */
+const MAX_DETAIL_BYTES = 2048;
+const MAX_PATH_BYTES = 256;
+const MAX_MESSAGE_BYTES = 512;
+
+/**
+ * The text cut to at most `maxBytes` once written as a JSON string: what the client sent (a
+ * property name, a value) may be long, and control characters take six bytes each in JSON.
+ */
+function clip(text: string, maxBytes: number): string {
+  const jsonBytes = (value: string) => Buffer.byteLength(JSON.stringify(value));
+  if (jsonBytes(text) <= maxBytes) return text;
+  let cut = text.slice(0, maxBytes);
+  while (cut.length > 0 && jsonBytes(`${cut}…`) > maxBytes) cut = cut.slice(0, Math.floor(cut.length * 0.75));
+  return `${cut}…`;
+}
+
+/**
+ * A problem's reply stays small whatever the input (well under 64 KiB): at most MAX_LISTED_ERRORS
+ * errors, the detail saying how many there were, and every text cut to a bound.
+ */
+function boundedProblem(problem: Problem): { detail: string; errors?: FieldError[] } {
+  const errors = problem.errors ?? [];
+  const count = errors.length > MAX_LISTED_ERRORS ? ` (${errors.length} problems; errors lists the first ${MAX_LISTED_ERRORS})` : '';
+  const detail = clip(problem.detail, MAX_DETAIL_BYTES - Buffer.byteLength(count)) + count;
+  if (errors.length === 0) return { detail };
+  return {
+    detail,
+    errors: errors.slice(0, MAX_LISTED_ERRORS).map((error) => ({ path: clip(error.path, MAX_PATH_BYTES), message: clip(error.message, MAX_MESSAGE_BYTES) })),
+  };
+}
+
+/** The RFC 9457 body of a problem: `msg` repeats `detail`, and the request id ties it to the logs. */
+export function problemBody(requestId: string, problem: Problem): Record<string, unknown> {
+  const { detail, errors } = boundedProblem(problem);
+  return {
     type: 'about:blank',
     title: STATUS_CODES[problem.status] ?? 'Error',
     status: problem.status,
-    detail: problem.detail,
-    msg: problem.detail,
-    ...(problem.errors?.length ? { errors: problem.errors } : {}),
+    detail,
+    msg: detail,
+    ...(errors && { errors }),
     requestId,
   };
+}
+
+/** Writes a problem as the reply. */
+export function sendProblem(reply: FastifyReply, requestId: string, problem: Problem): void {
+  const body = problemBody(requestId, problem);
   void reply
     .status(problem.status)
     .headers(problem.headers ?? {})

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
-import { fastifyProblem, sendProblem } from '../errors/problem.filter.js';
+import { fastifyProblem, problemBody, sendProblem } from '../errors/problem.filter.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 
 export const BODY_LIMIT_BYTES = 1_048_576;
@@ -40,6 +41,26 @@ export function bodyProblem(body: unknown): FieldError | undefined {
   return undefined;
 }
 
+/**
+ * What Node's HTTP parser refuses before there is a request to route (headers over its 16 KiB, a
+ * URL it cannot parse, a timeout) is answered on the socket as a problem too, like every error.
+ */
+function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'The request line and headers are larger than the 16 KiB allowed']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request was not received in time']
+        : [400, 'The request is not well-formed HTTP'];
+  const body = JSON.stringify(problemBody(randomUUID(), { status, detail }));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy();
+}
+
 /** Options of the Fastify instance under Nest. */
 export function fastifyOptions(logger: Logger): FastifyServerOptions {
   return {
@@ -54,6 +75,7 @@ export function fastifyOptions(logger: Logger): FastifyServerOptions {
       void reply.header('x-request-id', request.id);
       sendProblem(reply, request.id, fastifyProblem(error, request) ?? { status: 400, detail: error.message });
     },
+    clientErrorHandler: clientError,
     // While it drains, the hub still serves requests on open connections (the database is open) and
     // closes each connection after its reply (below); readiness answers 503 meanwhile.
     return503OnClosing: false,

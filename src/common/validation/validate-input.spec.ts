@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsArray, IsInt, IsOptional, IsString, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { InvalidInputError } from '../errors/hub-errors.js';
+import { Nullable } from './nullable.js';
 import { ServerOwnedFields } from './server-owned-fields.js';
 import { isPlainObject, validateInput, validateInputList } from './validate-input.js';
 
@@ -31,6 +33,44 @@ class OrderDto {
   @ValidateNested()
   @Type(() => ItemDto)
   owner?: ItemDto;
+}
+
+class TagDto {
+  @ApiProperty()
+  @IsString()
+  label!: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  colour?: string;
+}
+
+/** Properties as the document shows them: some nullable (`@Nullable`), the others not. */
+class ProfileDto {
+  @ApiPropertyOptional({ maxLength: 10 })
+  @Nullable()
+  @IsString()
+  @MaxLength(10)
+  nickname?: string | null;
+
+  @ApiPropertyOptional()
+  @Nullable()
+  @IsBoolean()
+  active?: boolean | null;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsInt()
+  age?: number;
+
+  @ApiPropertyOptional({ type: [TagDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(5)
+  @ValidateNested({ each: true })
+  @Type(() => TagDto)
+  tags?: TagDto[];
 }
 
 class NoteDto extends ServerOwnedFields {
@@ -177,6 +217,42 @@ describe('validateInput', () => {
   it('refuses _id on a DTO that does not extend ServerOwnedFields', async () => {
     const error = await invalidInput(validateInput(ItemDto, { _id: 'x', name: 'a' }));
     expect(errorPaths(error)).toEqual(['/_id']);
+  });
+});
+
+describe('null', () => {
+  it('is a value of the properties the document marks nullable', async () => {
+    const profile = await validateInput(ProfileDto, { nickname: null, active: null });
+    expect(profile).toMatchObject({ nickname: null, active: null });
+  });
+
+  it('is refused like a wrong type on an optional property that is not nullable, naming it', async () => {
+    const error = await invalidInput(validateInput(ProfileDto, { nickname: null, age: null }));
+    expect(error.errors).toEqual([{ path: '/age', message: 'age must not be null' }]);
+    expect(error.message).toContain('age must not be null');
+  });
+
+  it('is refused in nested objects and array items, at their paths', async () => {
+    const error = await invalidInput(validateInput(ProfileDto, { tags: [{ label: 'a', colour: null }, { label: null }] }));
+    expect(errorPaths(error).sort()).toEqual(['/tags/0/colour', '/tags/1/label']);
+  });
+
+  it('is refused where a nested DTO or an array is expected', async () => {
+    expect(errorPaths(await invalidInput(validateInput(ProfileDto, { tags: null })))).toEqual(['/tags']);
+  });
+});
+
+describe('the work of validating a hostile body', () => {
+  it('walks an array over its size limit only one item past the limit', async () => {
+    const tags = Array.from({ length: 10_000 }, () => ({ label: 1 }));
+    const error = await invalidInput(validateInput(ProfileDto, { tags }));
+    expect(error.errors?.[0]).toMatchObject({ path: '/tags', message: expect.stringContaining('no more than 5') });
+    expect(errorPaths(error)).toEqual(['/tags', '/tags/0/label', '/tags/1/label', '/tags/2/label', '/tags/3/label', '/tags/4/label', '/tags/5/label']);
+  });
+
+  it('still names every rule a property breaks', async () => {
+    const error = await invalidInput(validateInput(ProfileDto, { nickname: 12 }));
+    expect(error.errors).toEqual([{ path: '/nickname', message: expect.stringMatching(/string.*10|10.*string/) }]);
   });
 });
 

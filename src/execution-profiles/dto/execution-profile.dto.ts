@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, registerDecorator, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsString, Matches, MaxLength, registerDecorator, ValidateNested } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';
 import { IsStringMap } from '../../common/validation/is-string-map.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { ExecutionProfile } from '../entities/execution-profile.entity.js';
 import { CONSTRAINT_ATTRIBUTE, CONSTRAINT_ATTRIBUTE_RULE, CONSTRAINT_OPERATORS, type ConstraintOperator, type NodeConstraint } from '../node-constraints.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 /** Names of environment variables: a letter or "_", then letters, digits or "_". */
 export const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -59,13 +60,13 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 1024, example: 'Workloads that need a GPU' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(1024)
   description?: string | null;
 
   @ApiPropertyOptional({ description: "The hub's default profile (at most one: the previous default stops being it); absent means false" })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   isDefault?: boolean | null;
 
@@ -75,7 +76,7 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
     example: { JAVA_HOME: '/opt/java', OMP_NUM_THREADS: '4' },
     description: 'Environment variables set for every workload the profile runs',
   })
-  @IsOptional()
+  @Nullable()
   @IsStringMap({
     maxEntries: 256,
     maxValueLength: 32768,
@@ -84,7 +85,7 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
   environment?: Record<string, string> | null;
 
   @ApiPropertyOptional({ type: [NodeConstraintDto] })
-  @IsOptional()
+  @Nullable()
   @IsArray()
   @ArrayMaxSize(MAX_CONSTRAINTS)
   @ValidateNested({ each: true })
@@ -97,7 +98,7 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
     example: { intermediateFilesDir: '/scratch' },
     description: `Free-form settings, up to 64 KiB of JSON. ${PROFILE_LIMITS.join(', ')}, when present, limit each execution (positive integers; docs/security.md)`,
   })
-  @IsOptional()
+  @Nullable()
   @IsObject({ message: 'properties must be an object' })
   @HasValidLimits()
   properties?: Record<string, unknown> | null;

@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsUUID } from 'class-validator';
+import { IsBoolean, IsUUID } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import type { ProfileBinding } from '../entities/profile-binding.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 /** The body of a create or a replace (and what a patch must produce). */
 export class ProfileBindingInputDto {
@@ -17,12 +18,12 @@ export class ProfileBindingInputDto {
     format: 'uuid',
     description: "On create, the id to give the binding (one is generated when absent); on replace, the binding's own id or nothing",
   })
-  @IsOptional()
+  @Nullable()
   @IsUUID('all', { message: 'id must be a UUID' })
   id?: string | null;
 
   @ApiPropertyOptional({ description: "Make this the namespace's default binding (the previous default stops being it); absent means false" })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   isDefault?: boolean | null;
 }

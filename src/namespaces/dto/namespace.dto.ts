@@ -3,6 +3,7 @@ import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-valid
 import { ListOf } from '../../common/http/list-envelope.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { Namespace } from '../entities/namespace.entity.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 export const NAMESPACE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const NAMESPACE_FIELDS = ['_id', '_created', '_modified', 'name', 'description', 'isDefault'] as const;
@@ -15,7 +16,7 @@ export class NamespaceInputDto extends ServerOwnedFields {
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 1024, example: 'Reporting and dashboards' })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(1024)
   description?: string | null;

@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { ACTIONS } from '../../common/http/route.decorator.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { PlainServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { PermissionValue, Role } from '../entities/role.entity.js';
 import { OBJECT_MATCHERS } from '../object-matcher.js';
+import { Nullable } from '../../common/validation/nullable.js';
 
 export const EFFECTS = ['Allow', 'Deny'] as const;
 /** The actions a permission may name: those of api-map §6, or `*` for all. */
@@ -47,13 +48,13 @@ export class RoleInputDto extends PlainServerOwnedFields {
   name!: string;
 
   @ApiPropertyOptional({ maxLength: 1024 })
-  @IsOptional()
+  @Nullable()
   @IsString()
   @MaxLength(1024)
   description?: string | null;
 
   @ApiPropertyOptional({ type: [PermissionDto] })
-  @IsOptional()
+  @Nullable()
   @IsArray()
   @ArrayMaxSize(MAX_PERMISSIONS)
   @ValidateNested({ each: true })
@@ -61,7 +62,7 @@ export class RoleInputDto extends PlainServerOwnedFields {
   permissions?: PermissionDto[] | null;
 
   @ApiPropertyOptional({ description: 'Set by the hub: built-in roles are system roles; only false (or the current value) is accepted' })
-  @IsOptional()
+  @Nullable()
   @IsBoolean()
   system?: boolean | null;
 }
