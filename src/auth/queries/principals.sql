@@ -17,7 +17,7 @@ SELECT COUNT(*) AS "count"
 --           Workers Planned: 2
 --           ->  Partial Aggregate
 --                 ->  Parallel Append
---                       ->  Parallel Index Only Scan using users_external_id_key on users
+--                       ->  Parallel Index Only Scan using users_unix_user_name_key on users
 --                       ->  Parallel Seq Scan on groups
 
 SELECT "principal".*

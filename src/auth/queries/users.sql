@@ -8,9 +8,9 @@ SELECT COUNT(*) AS "count"
 --     ->  Gather
 --           Workers Planned: 2
 --           ->  Partial Aggregate
---                 ->  Parallel Index Only Scan using users_external_id_key on users
+--                 ->  Parallel Index Only Scan using users_unix_user_name_key on users
 
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" IN (SELECT "users"."id" AS "key"
   FROM "users" "users"
@@ -43,7 +43,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Bitmap Index Scan on users_user_name_trgm_idx
 --                 Index Cond: (user_name ~~* '%ber-12345%'::text)
 
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" IN (SELECT "users"."id" AS "key"
   FROM "users" "users"
@@ -76,7 +76,7 @@ SELECT COUNT(*) AS "count"
 --   Aggregate
 --     ->  Index Only Scan using users_system_idx on users
 
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" IN (SELECT "users"."id" AS "key"
   FROM "users" "users"
@@ -104,9 +104,9 @@ SELECT COUNT(*) AS "count"
 --     ->  Gather
 --           Workers Planned: 2
 --           ->  Partial Aggregate
---                 ->  Parallel Index Only Scan using users_external_id_key on users
+--                 ->  Parallel Index Only Scan using users_unix_user_name_key on users
 
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" IN (SELECT "users"."id" AS "key"
   FROM "users" "users"

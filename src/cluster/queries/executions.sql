@@ -340,19 +340,14 @@ SELECT "execution".*
 --   Limit
 --     ->  Sort
 --           Sort Key: e.created DESC, e.id DESC
---           ->  Nested Loop Left Join
+--           ->  Hash Left Join
+--                 Hash Cond: (e.node_id = n.id)
 --                 ->  Bitmap Heap Scan on job_executions e
---                       Recheck Cond: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
+--                       Recheck Cond: ((status = ANY ('{pending,running}'::text[])) AND (status = 'running'::text))
+--                       Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --                       ->  BitmapAnd
+--                             ->  Bitmap Index Scan on job_executions_active_hub_idx
 --                             ->  Bitmap Index Scan on job_executions_status_created_idx
 --                                   Index Cond: (status = 'running'::text)
---                             ->  BitmapOr
---                                   ->  Bitmap Index Scan on job_executions_namespace_created_idx
---                                         Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                                   ->  Bitmap Index Scan on job_executions_owner_created_idx
---                                         Index Cond: (owner_id = '<id>'::uuid)
---                 ->  Memoize
---                       Cache Key: e.node_id
---                       Cache Mode: logical
---                       ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
---                             Index Cond: (id = e.node_id)
+--                 ->  Hash
+--                       ->  Seq Scan on cluster_nodes n
