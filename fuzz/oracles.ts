@@ -4,8 +4,12 @@ import type { HubResponse, Operation } from './requests.js';
 /** An error reply is at most this big whatever the request (api-map §0). */
 export const MAX_PROBLEM_BYTES = 64 * 1024;
 
-/** Tables a refused request may change: its audit record and the login failures it counts (api-map §1, §6). */
-const MAY_CHANGE = /^(audit|login)|^migrations$/;
+/**
+ * Tables a refused request may change: its audit record and the login failures it counts (api-map
+ * §1, §6); and the lists' kept counts, which the hub writes as jobs run and folds in the background
+ * whatever the requests.
+ */
+const MAY_CHANGE = /^(audit|login)|_counts$|^migrations$/;
 
 /** What an oracle found wrong with one reply. */
 export interface Finding {
