@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, opendir, realpath, type FileHandle } from 'node:fs/promises';
 import { sep } from 'node:path';
-import { ByteWindowReply, reserveWindow } from '../common/http/byte-reply.js';
+import { ByteWindowReply, reserveWindow, WINDOW_CHUNK } from '../common/http/byte-reply.js';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import { invalidQuery, parseInteger } from '../common/query/list-query.js';
 
@@ -90,29 +90,34 @@ export async function isDirectory(path: string): Promise<boolean> {
 }
 
 /**
- * Reads a window of a regular file under `root` without reading the rest: from the start, bytes
- * [offset, offset+limit); from the end, the `limit` bytes that end `offset` bytes before it. The
- * bytes are held within the hub's window budget until the reply has gone (as raw bytes, or as
- * UTF-8 text where a character cut by the window's edge shows as U+FFFD).
+ * A window of a regular file under `root`, streamed from the file without reading the rest: from
+ * the start, bytes [offset, offset+limit); from the end, the `limit` bytes that end `offset` bytes
+ * before it. Its file stays open and its share of the hub's window budget held until the reply has
+ * gone (as raw bytes, or as UTF-8 text where a character cut by the window's edge shows as U+FFFD).
  */
 export async function readWindow(file: string, root: string, window: ByteWindow, what: string): Promise<ByteWindowReply> {
   const handle = await openConfined(file, root, what, false);
+  let release: (() => void) | undefined;
   try {
     const { size } = await handle.stat();
     const end = window.origin === 'start' ? Math.min(size, window.offset + window.limit) : Math.max(0, size - window.offset);
     const start = window.origin === 'start' ? Math.min(size, window.offset) : Math.max(0, end - window.limit);
-    const length = Math.max(0, end - start);
-    const release = await reserveWindow(length);
-    try {
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
-      return new ByteWindowReply(buffer.subarray(0, bytesRead), release);
-    } catch (error) {
-      release();
-      throw error;
+    if (end <= start) {
+      await handle.close();
+      return ByteWindowReply.text('');
     }
-  } finally {
+    release = await reserveWindow(end - start);
+    // `end` is inclusive here; the stream closes the file when it ends or is destroyed.
+    const source = handle.createReadStream({ start, end: end - 1, highWaterMark: WINDOW_CHUNK, autoClose: true });
+    const giveBack = release;
+    return new ByteWindowReply(source, () => {
+      source.destroy();
+      giveBack();
+    });
+  } catch (error) {
+    release?.();
     await handle.close();
+    throw error;
   }
 }
 

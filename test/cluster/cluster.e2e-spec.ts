@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { ClusterScheduler } from '../../src/cluster/cluster-scheduler.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Launch } from '../../src/cluster/drivers/cluster-driver.js';
+import { WINDOW_MEMORY_BUDGET, WINDOW_SHARE } from '../../src/common/http/byte-reply.js';
 import { poll } from '../support/poll.js';
 import { bearer, enterableTempDir, problemPaths, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
@@ -799,6 +800,38 @@ describe('the cluster on the local driver', () => {
         headers: { ...admin, accept: 'application/octet-stream' },
       });
       expect([missing.statusCode, missing.headers['content-type']]).toEqual([404, 'application/problem+json; charset=utf-8']);
+    });
+
+    it('streams large windows, raw or as JSON, and gives back each one’s file and share of the budget once its reply has gone', async () => {
+      const job = await c.submit({
+        name: 'large-window',
+        executionProfileId: standardId,
+        task: shell('head -c 3000000 /dev/urandom > data.bin; seq 1 400000'),
+      });
+      const done = await c.until(job.id, 'completed');
+      const openFiles = () => readdirSync('/proc/self/fd').length;
+      const before = openFiles();
+      const file = `${API}/executions/${done.id}/files?path=data.bin&offset=1000&limit=2500000`;
+      const raw = await hub.inject({ method: 'GET', url: file, headers: { ...admin, accept: 'application/octet-stream' } });
+      expect(raw.rawPayload.length).toBe(2_500_000);
+      const json = await hub.inject({ method: 'GET', url: file, headers: admin });
+      expect([json.headers['content-type'], json.payload === JSON.stringify({ msg: raw.rawPayload.toString('utf8') })]).toEqual([
+        'application/json; charset=utf-8',
+        true,
+      ]);
+      // More windows of the log, one after another, than the budget lets be in flight at once: each gave its share back.
+      const log = `${API}/executions/${done.id}/tasks/main/logs/stdout?origin=end&limit=2000000`;
+      const text = (await hub.inject({ method: 'GET', url: log, headers: { ...admin, accept: 'application/octet-stream' } })).rawPayload.toString();
+      for (let i = 0; i < WINDOW_MEMORY_BUDGET / WINDOW_SHARE + 6; i += 1) {
+        const reply = await hub.inject({
+          method: 'GET',
+          url: log,
+          headers: { ...admin, accept: i % 2 === 0 ? 'application/json' : 'application/octet-stream' },
+        });
+        expect(i % 2 === 0 ? reply.json<{ msg: string }>().msg === text : reply.payload === text).toBe(true);
+      }
+      expect(text.endsWith('399999\n400000\n')).toBe(true);
+      expect(openFiles()).toBeLessThanOrEqual(before);
     });
 
     it('answers 404 for an unknown task, log or execution, and 400 for a bad window', async () => {

@@ -1,11 +1,20 @@
-import { type MessageDto } from './message.dto.js';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 
 export const OCTET_STREAM = 'application/octet-stream';
 
+/** Bytes a window's reply reads from its file at a time. */
+export const WINDOW_CHUNK = 64 * 1024;
+
 /**
- * Bytes of file windows (logs, files) the hub holds at once, across all requests; a read waits
- * for room. As JSON a window also takes up to 5 times its size while it is decoded and encoded
- * (invalid UTF-8 becomes 3-byte U+FFFD), so windows in flight hold at most 6 × this (docs/security.md).
+ * What one window in flight holds at most, whatever its size: a chunk read from the file, its JSON
+ * form (up to 3 bytes a byte: invalid UTF-8 becomes U+FFFD) with the strings it is made from, and
+ * what waits in the socket's queue while the client is slow (the stream stops reading until it drains).
+ */
+export const WINDOW_SHARE = 1024 * 1024;
+
+/**
+ * Bytes that windows in flight (logs, files) may hold at once, across all requests: 64 windows
+ * streaming at once at most, the rest waiting in order (docs/security.md, "Byte windows and memory").
  */
 export const WINDOW_MEMORY_BUDGET = 64 * 1024 * 1024;
 
@@ -43,28 +52,65 @@ class ByteBudget {
 
 const budget = new ByteBudget(WINDOW_MEMORY_BUDGET);
 
-/** Takes room for a window of `bytes` from the hub's budget; the function gives it back. */
+/** Takes room for a window of `bytes` from the hub's budget (at most {@link WINDOW_SHARE}); the function gives it back. */
 export function reserveWindow(bytes: number): Promise<() => void> {
-  return budget.take(bytes);
+  return budget.take(Math.min(bytes, WINDOW_SHARE));
 }
 
 /**
- * A window of bytes a route answers (api-map §0): the exact bytes as `application/octet-stream`
- * when the request's `Accept` prefers them, else `{msg}` with the bytes decoded as UTF-8. Its
- * share of the window budget is given back once the reply has gone.
+ * Encodes a stream of bytes as `{"msg": <the bytes as UTF-8 text>}` as they come, a chunk at a
+ * time: the same JSON as `JSON.stringify({msg: bytes.toString('utf8')})` (invalid sequences become
+ * U+FFFD, a byte-order mark stays), without ever holding the whole text.
+ */
+export class MessageEncoder extends Transform {
+  // ignoreBOM keeps a leading U+FEFF as Buffer#toString does; the decoder carries a character cut by a chunk's edge to the next.
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+
+  constructor() {
+    super({ writableHighWaterMark: WINDOW_CHUNK });
+    this.push('{"msg":"');
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    done(null, escaped(this.decoder.decode(chunk, { stream: true })));
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(null, `${escaped(this.decoder.decode())}"}`);
+  }
+}
+
+/** `text` as the inside of a JSON string. */
+function escaped(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/**
+ * A window of bytes a route answers (api-map §0), streamed: the exact bytes as
+ * `application/octet-stream` when the request's `Accept` prefers them, else `{msg}` with the bytes
+ * decoded as UTF-8. `release` closes its file and gives back its share of the budget: it is called
+ * once the reply has gone, or the client has left.
  */
 export class ByteWindowReply {
   constructor(
-    readonly bytes: Buffer,
+    private readonly source: Readable,
     readonly release: () => void = () => undefined,
   ) {}
 
   static text(text: string): ByteWindowReply {
-    return new ByteWindowReply(Buffer.from(text, 'utf8'));
+    return new ByteWindowReply(Readable.from([Buffer.from(text, 'utf8')]));
   }
 
-  asMessage(): MessageDto {
-    return { msg: this.bytes.toString('utf8') };
+  /** The window's exact bytes. */
+  bytes(): Readable {
+    return this.source;
+  }
+
+  /** The window as `{msg}`, encoded as it is read. */
+  message(): Readable {
+    const encoder = new MessageEncoder();
+    this.source.once('error', (error) => encoder.destroy(error));
+    return this.source.pipe(encoder);
   }
 }
 

@@ -10,15 +10,18 @@ function resourceId(body: unknown): string | undefined {
   return typeof id === 'string' ? id : undefined;
 }
 
-/** A window of bytes as the request asked for it: raw, or `{msg}`; its budget share is given back once the reply has gone. */
+/** A window of bytes as the request asked for it, streamed: raw, or `{msg}`; its file and budget share are given back once the reply has gone. */
 function byteWindow(window: ByteWindowReply, context: ExecutionContext): unknown {
   const request = context.switchToHttp().getRequest<FastifyRequest>();
   const reply = context.switchToHttp().getResponse<FastifyReply>();
   reply.raw.once('finish', window.release);
   reply.raw.once('close', window.release);
-  if (!acceptsBytes(request.headers.accept)) return window.asMessage();
-  void reply.header('content-type', OCTET_STREAM);
-  return window.bytes;
+  if (acceptsBytes(request.headers.accept)) {
+    void reply.header('content-type', OCTET_STREAM);
+    return window.bytes();
+  }
+  void reply.header('content-type', 'application/json; charset=utf-8');
+  return window.message();
 }
 
 /**
