@@ -128,6 +128,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.stopped = true;
     await this.running;
     await Promise.all(this.starting);
+    await this.driver.close?.();
     await this.presence?.release();
   }
 

@@ -106,6 +106,8 @@ export interface ClusterDriver {
   stop(tracked: Tracked): Promise<void>;
   /** Called whenever an execution may have ended, so that the service looks at once rather than at its next poll. */
   onChange(listener: () => void): void;
+  /** Lets go of what the driver holds (what it started runs on); at the hub's shutdown, once no start is under way. */
+  close?(): Promise<void>;
 }
 
 /** The injection token of the configured driver. */

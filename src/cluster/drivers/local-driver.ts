@@ -1,50 +1,58 @@
-import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
 import { StartupError } from '../../common/errors/startup-error.js';
 import type { ExecutionCgroups } from './cgroups.js';
 import { LIMIT_NAMES, type ClusterDriver, type DriverNode, type ExecutionLimits, type Launch, type Outcome, type Tracked } from './cluster-driver.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
-import { PRIVILEGED_ENV, succeeds, systemProgram } from './host-tools.js';
-import { environmentFile } from './environment-file.js';
+import { succeeds, systemProgram } from './host-tools.js';
+import { commandLine, environmentFile } from './environment-file.js';
+import { Launcher, type LauncherPrograms } from './launcher.js';
+
+/** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
+const ENVIRONMENT_FILE = 'environment';
+const COMMAND_FILE = 'command';
 
 /**
- * The launch's first process, started by the hub (as root, when it is) with a fixed environment:
- * it joins the execution's control groups, runs the rest of the launch, waits for it and writes
- * its exit code where the hub finds it, even across a hub restart (`$0` is that file). It runs
- * only programs named by absolute paths (`$MV`, `$RM` come from its fixed environment) and is
- * never given anything of the job's but arguments it passes on unread. A stop signals the whole
- * process group: it only notes the signal and keeps waiting.
+ * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
+ * environment, as the leader of a session and process group of its own: it joins the execution's
+ * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
+ * finds it, even across a hub restart (`$0` is that file), and tells the hub it ended (on
+ * descriptor 3, when the hub that started it still listens). It runs only programs named by
+ * absolute paths (`$MV`, `$RM` come from its fixed environment) and is never given anything of
+ * the job's but the launch's files. A stop signals the whole process group: it only notes the
+ * signal and keeps waiting.
  */
 const MONITOR = [
   "trap ':' TERM INT",
-  'exit_file=$0 env_file=$1 cgroups=$2; shift 2',
-  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") & child=$!',
-  // Only the launch tells the hub (on descriptor 3) that the task starts: the monitor, which outlives the hub, lets go of it.
-  'exec 3>&-',
+  'exit_file=$0 dir=$1 cgroups=$2 id=$3; shift 3',
+  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") </dev/null & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
-  '"$RM" -f "$env_file"',
+  `"$RM" -f "$dir/${ENVIRONMENT_FILE}" "$dir/${COMMAND_FILE}"`,
   'printf %s "$code" > "$exit_file.tmp" && "$MV" "$exit_file.tmp" "$exit_file"',
+  "trap '' PIPE; printf 'ended %s\\n' \"$id\" >&3",
   'exit "$code"',
 ].join('\n');
 
 /**
  * The task's side of the launch, already running as the job's user and, in its own PID
- * namespace, as its PID 1: it takes the task's environment from its file (`$0`), runs the task
- * and exits with its code. When it exits the kernel kills whatever else the task left in the
- * namespace (`setsid`, double forks). It catches TERM (PID 1 receives no signal it does not
- * catch) so that a stop reaches the task, which gets its grace period.
+ * namespace, as its PID 1: it tells the hub that the task's process starts (on descriptor 3,
+ * which the task does not inherit), takes the task's environment and command from their files
+ * (`$0`, `$1`: written by the hub, quoted), runs the task and exits with its code. When it exits
+ * the kernel kills whatever else the task left in the namespace (`setsid`, double forks). It
+ * catches TERM (PID 1 receives no signal it does not catch) so that a stop reaches the task,
+ * which gets its grace period.
  */
 const TASK_INIT = [
   "trap ':' TERM INT",
+  // Before anything of the job's is read, so that nothing it sets can change what the hub is told.
+  "trap '' PIPE; printf 'started %s\\n' \"$2\" >&3; exec 3>&-; trap - PIPE",
   'set -a; . "$0"; set +a',
   'umask 077',
-  // The task's own process starts now: the hub is told on descriptor 3, which the task does not inherit (nor, should the hub be gone, a SIGPIPE).
-  "trap '' PIPE; printf . >&3; exec 3>&-; trap - PIPE",
+  '. "$1"',
   '"$@" & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
@@ -54,8 +62,6 @@ const TASK_INIT = [
 const STOP_GRACE_MS = 5000;
 /** How long a start waits for the launch to say the task's process has started, before the hub records it started anyway. */
 const STARTED_WAIT_MS = 10_000;
-/** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
-const ENVIRONMENT_FILE = 'environment';
 const LIMITS_FILE = 'limits.json';
 const ENDED_BY_FILE = 'ended-by';
 
@@ -70,10 +76,7 @@ export interface LocalDriverOptions {
 }
 
 /** The programs of the launch, by absolute path. */
-interface LaunchPrograms {
-  readonly sh: string;
-  readonly mv: string;
-  readonly rm: string;
+interface LaunchPrograms extends LauncherPrograms {
   readonly unshare?: string;
   readonly setpriv?: string;
 }
@@ -145,11 +148,18 @@ export class LocalDriver implements ClusterDriver {
   /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
   private readonly userNamespaces: boolean;
   private readonly watched = new Map<string, Watched | null>();
+  private readonly launcher: Launcher;
+  /** The monitor of each execution this hub launched, until it ends: its process group is what a stop or an end kills. */
+  private readonly monitors = new Map<string, number>();
 
-  constructor(private readonly options: LocalDriverOptions) {
+  constructor(
+    private readonly options: LocalDriverOptions,
+    logger?: Logger,
+  ) {
     const unshare = systemProgram('unshare');
     this.programs = {
       sh: required('sh', 'the launch'),
+      setsid: required('setsid', 'the launch'),
       mv: required('mv', 'the launch'),
       rm: required('rm', 'the launch'),
       unshare: options.root ? required('unshare', 'a PID namespace per execution') : unshare,
@@ -159,6 +169,12 @@ export class LocalDriver implements ClusterDriver {
       !options.root &&
       unshare !== undefined &&
       succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
+    this.launcher = new Launcher(
+      this.programs,
+      { monitor: MONITOR, taskInit: TASK_INIT, environmentFile: ENVIRONMENT_FILE, commandFile: COMMAND_FILE },
+      (executionId) => this.launchEnded(executionId),
+      logger,
+    );
   }
 
   nodes(): Promise<DriverNode[]> {
@@ -201,59 +217,53 @@ export class LocalDriver implements ClusterDriver {
     mkdirSync(logs, { recursive: true, mode: 0o700 });
     chmodSync(dirname(launch.executionDir), 0o711);
     chmodSync(launch.executionDir, 0o711);
+    const commandFile = join(launch.executionDir, COMMAND_FILE);
     writeFileSync(envFile, environmentFile(launch.env), { mode: 0o400 });
+    writeFileSync(commandFile, commandLine(launch.command, launch.args), { mode: 0o400 });
     const identity = launch.identity;
     if (identity) {
       chownSync(workDir, identity.uid, identity.gid);
       chownSync(envFile, identity.uid, identity.gid);
+      chownSync(commandFile, identity.uid, identity.gid);
     }
     const cgroups = await this.limit(launch);
-    const stdout = openSync(join(logs, 'stdout'), 'a', 0o600);
-    const stderr = openSync(join(logs, 'stderr'), 'a', 0o600);
-    // Relative to the working directory it starts in, so that the job's user need not be able to traverse the directories above.
-    const task = [this.programs.sh, '-c', TASK_INIT, join('..', ENVIRONMENT_FILE), launch.command, ...launch.args];
+    // The logs are the hub's (the launcher appends to them as it): created here, so that they exist from the start.
+    for (const log of ['stdout', 'stderr']) closeSync(openSync(join(logs, log), 'a', 0o600));
+    const started = this.launcher.started(launch.executionId);
     try {
-      const child = spawn(this.programs.sh, ['-c', MONITOR, exitFileOf(launch.executionDir), envFile, cgroups.join(' '), ...this.isolated(launch, task)], {
-        cwd: workDir,
-        env: { ...PRIVILEGED_ENV, MV: this.programs.mv, RM: this.programs.rm },
-        detached: true,
-        stdio: ['ignore', stdout, stderr, 'pipe'],
+      const pid = await this.launcher.spawn({
+        executionId: launch.executionId,
+        executionDir: launch.executionDir,
+        exitFile: exitFileOf(launch.executionDir),
+        cgroups,
+        isolation: this.isolation(launch),
       });
-      const pid = await new Promise<number>((resolve, reject) => {
-        child.once('spawn', () => resolve(child.pid as number));
-        child.once('error', reject);
-      });
-      child.once('exit', () => {
-        // What the task left running in the background ends with it (as a batch system's job does);
-        // the group's id cannot have been reused while any of it runs.
-        this.signal(child.pid as number, 'SIGKILL');
-        this.changed();
-      });
-      child.unref();
-      closeSync(stdout);
-      closeSync(stderr);
-      await this.taskStarted(child.stdio[3] as Readable);
+      this.monitors.set(launch.executionId, pid);
+      await this.until(started);
       return String(pid);
-    } catch (error) {
-      closeSync(stdout);
-      closeSync(stderr);
-      throw error;
+    } finally {
+      this.launcher.forget(launch.executionId);
     }
   }
 
-  /** Until the launch says the task's process starts (or the launch is over without it, or it takes too long); the hub's end of the pipe is then closed. */
-  private taskStarted(pipe: Readable): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        pipe.destroy();
-        resolve();
-      };
-      const timer = setTimeout(done, STARTED_WAIT_MS);
-      pipe.once('data', done);
-      pipe.once('close', done);
-      pipe.once('error', done);
-    });
+  /** Until the launch says the task's process starts (or has ended without it), or it takes too long. */
+  private async until(started: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([started, new Promise<void>((resolve) => (timer = setTimeout(resolve, STARTED_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  /** What the task left running in the background ends with it (as a batch system's job does); the group's id cannot have been reused while any of it runs. */
+  private launchEnded(executionId: string): void {
+    const pid = this.monitors.get(executionId);
+    this.monitors.delete(executionId);
+    if (pid !== undefined) this.signal(pid, 'SIGKILL');
+    this.changed();
+  }
+
+  close(): Promise<void> {
+    this.launcher.close();
+    return Promise.resolve();
   }
 
   async outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>> {
@@ -276,21 +286,21 @@ export class LocalDriver implements ClusterDriver {
   }
 
   /**
-   * The launch after the monitor: as root, a new PID namespace (its `unshare` stays root outside
-   * it) in which `setpriv` drops to the job's user, groups and no new privileges before anything
-   * of the job's is read; without root, the hub's own user, in a PID namespace of an
-   * unprivileged user namespace where the machine allows it.
+   * What runs the task's init after the monitor: as root, a new PID namespace (its `unshare` stays
+   * root outside it) in which `setpriv` drops to the job's user, groups and no new privileges
+   * before anything of the job's is read; without root, the hub's own user, in a PID namespace of
+   * an unprivileged user namespace where the machine allows it; else nothing.
    */
-  private isolated(launch: Launch, task: readonly string[]): string[] {
+  private isolation(launch: Launch): string[] {
     const { unshare, setpriv } = this.programs;
     const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child', '--'];
     const identity = launch.identity;
     if (identity && unshare && setpriv) {
       const groups = identity.account ? '--init-groups' : '--clear-groups';
-      return [unshare, ...namespace, setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--', ...task];
+      return [unshare, ...namespace, setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
     }
-    if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, ...task];
-    return [...task];
+    if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace];
+    return [];
   }
 
   /** Sets up what keeps an execution's limits: its control groups (whose `cgroup.procs` the launch joins), and what the hub checks. */
@@ -344,6 +354,7 @@ export class LocalDriver implements ClusterDriver {
     const ended = await outcomeFromExitCode(execution.executionDir);
     // Nothing is kept of an execution that has ended.
     this.watched.delete(execution.executionId);
+    this.monitors.delete(execution.executionId);
     if (!watched) return ended ?? LOST;
     // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
     const noted = await readFile(join(execution.executionDir, ENDED_BY_FILE), 'utf8').catch(() => '');

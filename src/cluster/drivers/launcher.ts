@@ -1,0 +1,195 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import { PRIVILEGED_ENV } from './host-tools.js';
+
+/**
+ * The launcher: one small shell the hub starts once (as root, when it is) with the fixed
+ * environment, which starts each execution's monitor for it. The hub's own process is large, and
+ * forking it for every launch cost milliseconds of its event loop (the copy of its page tables
+ * grows with its memory: 14 ms at 200 MiB); a shell forks in a fraction of one.
+ *
+ * A request is lines the hub writes, never anything of the job's: the execution's id, directory,
+ * exit-code file and control groups, then the number of arguments of the isolation (unshare,
+ * setpriv and theirs), one a line. The monitor (`$1`) is started in the execution's working
+ * directory as the leader of a session of its own, its output appended to the execution's logs;
+ * it runs the isolation, which runs the task's init (`$2`) with the files that hold the task's
+ * environment and command (`$3`, `$4`, in the execution's directory) and the id. The
+ * launcher answers on descriptor 3 with `spawned <id> <pid>` (or, from the launch, `failed <id>`),
+ * where the launch later says `started <id>` and `ended <id>`. `jobs` reaps the monitors that
+ * ended since the last request, so that none stays a zombie for long; they outlive the launcher.
+ */
+const LAUNCHER = [
+  'monitor=$1 task_init=$2 environment_file=$3 command_file=$4',
+  'umask 077',
+  'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r count; do',
+  '  jobs >/dev/null',
+  '  set --',
+  '  while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done',
+  '  (',
+  `    cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&3; exit 1; }`,
+  '    exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id" \\',
+  '      </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr"',
+  '  ) &',
+  `  printf 'spawned %s %s\\n' "$id" "$!" >&3`,
+  'done',
+].join('\n');
+
+/** What a launch request names: all of it the hub's, one line each. */
+export interface LaunchRequest {
+  readonly executionId: string;
+  readonly executionDir: string;
+  readonly exitFile: string;
+  readonly cgroups: readonly string[];
+  /** The isolation's program and arguments, which run the task's init: none, when the launch has none. */
+  readonly isolation: readonly string[];
+}
+
+/** A launch under way: its monitor's pid once spawned, and whether its task has started. */
+interface Pending {
+  spawned?: (pid: number) => void;
+  failed?: (error: Error) => void;
+  started?: () => void;
+}
+
+/** The programs the launcher runs, by absolute path. */
+export interface LauncherPrograms {
+  readonly sh: string;
+  readonly setsid: string;
+  readonly mv: string;
+  readonly rm: string;
+}
+
+/**
+ * The resident launcher and what it says. Started on first use and again after it ends; a launch
+ * waiting on a launcher that ended fails (its monitor, if it was spawned, runs on and is followed
+ * as any other). Nothing is kept of a launch once its task has started, but the monitor's pid
+ * until it ends.
+ */
+export class Launcher {
+  private process?: ChildProcess;
+  private requests?: Writable;
+  private readonly pending = new Map<string, Pending>();
+  private closed = false;
+
+  constructor(
+    private readonly programs: LauncherPrograms,
+    /** The scripts of the launch's monitor and task init, and the names of its files of environment and command. */
+    private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly environmentFile: string; readonly commandFile: string },
+    /** Called with each execution whose launch says it ended. */
+    private readonly ended: (executionId: string) => void,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** Starts a launch; resolves with its monitor's pid (the leader of its process group). */
+  spawn(request: LaunchRequest): Promise<number> {
+    const lines = [
+      request.executionId,
+      request.executionDir,
+      request.exitFile,
+      request.cgroups.join(' '),
+      String(request.isolation.length),
+      ...request.isolation,
+    ];
+    // A line break would shift every line after it: none of these is the job's, but none may carry one anyway.
+    const broken = lines.find((line) => /[\n\r\0]/.test(line));
+    if (broken !== undefined) return Promise.reject(new Error(`a launch argument holds a line break or NUL: ${JSON.stringify(broken)}`));
+    const requests = this.running();
+    return new Promise<number>((resolve, reject) => {
+      const pending = this.entry(request.executionId);
+      pending.spawned = resolve;
+      pending.failed = reject;
+      requests.write(`${lines.join('\n')}\n`);
+    });
+  }
+
+  /** Resolves when the launch says its task's process starts; the caller bounds the wait. */
+  started(executionId: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.entry(executionId).started = resolve;
+    });
+  }
+
+  /** Forgets a launch the hub no longer waits on. */
+  forget(executionId: string): void {
+    this.pending.delete(executionId);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.requests?.end();
+  }
+
+  private entry(executionId: string): Pending {
+    let pending = this.pending.get(executionId);
+    if (!pending) {
+      pending = {};
+      this.pending.set(executionId, pending);
+    }
+    return pending;
+  }
+
+  private running(): Writable {
+    if (this.requests && !this.closed) return this.requests;
+    this.closed = false;
+    const { sh, setsid, mv, rm } = this.programs;
+    const { monitor, taskInit, environmentFile, commandFile } = this.scripts;
+    const child = spawn(sh, ['-c', LAUNCHER, 'hub-launcher', monitor, taskInit, environmentFile, commandFile], {
+      env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MV: mv, RM: rm },
+      // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.
+      detached: true,
+      stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+    });
+    const requests = child.stdin as Writable;
+    // A launcher that died takes its pipe with it: the write fails, and the launch with the launcher's end below.
+    requests.on('error', () => undefined);
+    createInterface({ input: child.stdio[3] as Readable }).on('line', (line) => this.heard(line));
+    createInterface({ input: child.stderr as Readable }).on('line', (line) => this.logger?.warn({ line }, 'The launcher says'));
+    child.once('exit', (code, signal) => {
+      if (this.requests === requests) this.requests = undefined;
+      if (!this.closed) this.logger?.warn({ code, signal }, 'The launcher ended; the next launch starts another');
+      for (const [executionId, pending] of this.pending) {
+        // Spawned launches run on: only those that were still being spawned fail.
+        if (pending.failed) {
+          pending.failed(new Error('the launcher ended before it started the execution'));
+          this.pending.delete(executionId);
+        }
+      }
+    });
+    child.unref();
+    for (const stream of [child.stdin, child.stderr, child.stdio[3]]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    this.process = child;
+    this.requests = requests;
+    return requests;
+  }
+
+  private heard(line: string): void {
+    const [what, executionId, pid] = line.split(' ');
+    const pending = this.pending.get(executionId);
+    switch (what) {
+      case 'spawned':
+        if (pending?.spawned) {
+          pending.spawned(Number(pid));
+          pending.spawned = pending.failed = undefined;
+        }
+        break;
+      case 'failed':
+        pending?.failed?.(new Error('its working directory could not be entered'));
+        pending?.started?.();
+        this.pending.delete(executionId);
+        break;
+      case 'started':
+        pending?.started?.();
+        if (pending) pending.started = undefined;
+        break;
+      case 'ended':
+        pending?.started?.();
+        this.pending.delete(executionId);
+        this.ended(executionId);
+        break;
+      default:
+        this.logger?.warn({ line }, 'The launcher said something unexpected');
+    }
+  }
+}
