@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { ItemDenials } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
@@ -81,6 +82,9 @@ const MAX_INVITATION_DAYS = 365;
 
 @Injectable()
 export class UsersService {
+  /** Users' unixUserName by id: every job's submission needs its owner's (the user row's changes drop it). */
+  private readonly unixUserNames: RowCache<{ readonly unixUserName: string | null }>;
+
   constructor(
     private readonly users: UsersRepository,
     private readonly groupsRepository: GroupsRepository,
@@ -91,7 +95,10 @@ export class UsersService {
     private readonly throttle: LoginThrottle,
     private readonly config: HubConfig,
     private readonly clock: Clock,
-  ) {}
+    changes: ChangeFeed,
+  ) {
+    this.unixUserNames = new RowCache(changes, 'users');
+  }
 
   /** The users, but those a Deny hides from the caller's single reads. */
   async query(_caller: Caller, query: ListQuery, denials: ItemDenials | undefined): Promise<ListEnvelope<UserDto>> {
@@ -126,6 +133,16 @@ export class UsersService {
     return this.projected(await this.users.findById(id), projection, () => notFound(id));
   }
 
+  /** A user's unixUserName (null when unset), for the areas that run work as them; 404 when there is no such user. */
+  async unixUserNameOf(id: string): Promise<string | null> {
+    const found = await this.unixUserNames.get(id, async () => {
+      const user = await this.users.findById(id);
+      return user && { unixUserName: user.unixUserName };
+    });
+    if (!found) throw notFound(id);
+    return found.unixUserName;
+  }
+
   async getCurrent(caller: Caller, projection: Projection | undefined): Promise<Versioned<Partial<UserDto>>> {
     return this.projected(await this.users.findById(caller.userId), projection, () => new NotFoundError('Your user record no longer exists'));
   }
@@ -145,7 +162,7 @@ export class UsersService {
       if (current.system) throw new ForbiddenError(`User '${current.userName}' is a system user and cannot be deleted`);
     });
     if (!deleted) throw notFound(id);
-    this.callers.forget(id);
+    this.forget(id);
     return message(`User '${deleted.userName}' deleted`);
   }
 
@@ -216,7 +233,7 @@ export class UsersService {
       return revokes ? { ...changes, tokenVersion: current.tokenVersion + 1 } : changes;
     });
     if (!updated) throw notFound(id);
-    this.callers.forget(id);
+    this.forget(id);
     return versioned(updated);
   }
 
@@ -279,5 +296,11 @@ export class UsersService {
   private async changesFrom(input: UserInputDto): Promise<UserChanges> {
     if (input.password !== undefined) this.policy.check(input.password, input.userName, '/password');
     return { ...columnsFrom(input), ...(input.password !== undefined && { passwordHash: await this.hasher.hash(input.password) }) };
+  }
+
+  /** Drops what this process cached of a user it changed, so that its next request sees the change (other replicas hear of it through the change feed). */
+  private forget(id: string): void {
+    this.callers.forget(id);
+    this.unixUserNames.forget(id);
   }
 }

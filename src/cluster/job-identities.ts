@@ -7,7 +7,6 @@ import { GroupsService } from '../auth/groups.service.js';
 import { UsersService } from '../auth/users.service.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { ForbiddenError, InvalidInputError } from '../common/errors/hub-errors.js';
-import type { Caller } from '../common/http/caller.js';
 import { ADMINISTRATOR_ROLE } from '../rbac/built-in-roles.js';
 import { AccessEvaluator } from '../rbac/access-evaluator.js';
 import type { JobIdentity } from './drivers/cluster-driver.js';
@@ -80,8 +79,7 @@ export class JobIdentities {
         );
       return null;
     }
-    const caller: Caller = { userId: owner.id, userName: owner.name, groups: [] };
-    const unixUserName = (await this.users.get(caller, owner.id, undefined)).body.unixUserName;
+    const unixUserName = await this.users.unixUserNameOf(owner.id);
     const account = unixUserName ? await this.ordinaryAccount(unixUserName) : undefined;
     if (account && !(await this.allocatedToAnother(account.uid, owner.id))) return { uid: account.uid, gid: account.gid, account: account.name };
     if (slurm)

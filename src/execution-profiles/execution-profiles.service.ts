@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { usesOf, type UsageCheck } from '../common/database/usage-checks.js';
 import { ConflictError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { ItemDenials } from '../common/http/access-scope.js';
@@ -66,12 +67,17 @@ function changesFrom(input: ExecutionProfileInputDto): ExecutionProfileChanges {
 @Injectable()
 export class ExecutionProfilesService {
   private readonly usageChecks: ProfileUsageCheck[] = [];
+  /** Profiles by id, for the areas that run work under them: every submission reads its profile. */
+  private readonly cache: RowCache<ExecutionProfileDto>;
 
   constructor(
     private readonly profiles: ExecutionProfilesRepository,
     private readonly namespaces: NamespacesService,
     private readonly evaluator: AccessEvaluator,
-  ) {}
+    changes: ChangeFeed,
+  ) {
+    this.cache = new RowCache<ExecutionProfileDto>(changes, 'execution_profiles');
+  }
 
   /** Called by each area whose entities run under a profile, so that a profile in use is not deleted. */
   registerUsageCheck(check: ProfileUsageCheck): void {
@@ -115,6 +121,7 @@ export class ExecutionProfilesService {
       requireIfMatch(ifMatch, current.version);
       return Promise.resolve(changesFrom(input));
     });
+    this.cache.forget(id.toLowerCase());
     if (!updated) throw profileNotFound(id);
     return versioned(updated);
   }
@@ -124,6 +131,7 @@ export class ExecutionProfilesService {
       requireIfMatch(ifMatch, current.version);
       return changesFrom(await validateInput(ExecutionProfileInputDto, applyJsonPatch(toExecutionProfileResponse(current), patch)));
     });
+    this.cache.forget(id.toLowerCase());
     if (!updated) throw profileNotFound(id);
     return versioned(updated);
   }
@@ -135,14 +143,17 @@ export class ExecutionProfilesService {
       const held = await usesOf(this.usageChecks, id, manager);
       if (held.length > 0) throw new ConflictError(`Execution profile '${current.name}' is still used by ${held.join(', ')}; remove them first`);
     });
+    this.cache.forget(id.toLowerCase());
     if (!deleted) throw profileNotFound(id);
     return message(`Execution profile '${deleted.name}' deleted`);
   }
 
   /** A profile for other areas (a namespace's default); null when there is none. */
   async find(id: string): Promise<ExecutionProfileDto | null> {
-    const profile = await this.profiles.findById(id);
-    return profile && toExecutionProfileResponse(profile);
+    return this.cache.get(id.toLowerCase(), async () => {
+      const profile = await this.profiles.findById(id);
+      return profile && toExecutionProfileResponse(profile);
+    });
   }
 
   /** The list filters that are not columns, resolved: permissions decided per profile, namespaces by id or name. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { Injectable } from '@nestjs/common';
 import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -31,12 +32,18 @@ function versioned(binding: ProfileBindingRow): Versioned<ProfileBindingDto> {
  */
 @Injectable()
 export class ProfileBindingsService {
+  /** Which profiles are bound where, by profile and namespace: every submission asks. Any change to any binding clears it. */
+  private readonly bound: RowCache<true>;
+
   constructor(
     private readonly bindings: ProfileBindingsRepository,
     private readonly profiles: ExecutionProfilesService,
     private readonly namespaces: NamespacesService,
     private readonly access: AccessService,
-  ) {}
+    changes: ChangeFeed,
+  ) {
+    this.bound = new RowCache<true>(changes, 'execution_profile_bindings').clearOn('execution_profile_bindings');
+  }
 
   /** The bindings in `scope`, with the names of their profiles. */
   async query(_caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ProfileBindingListDto> {
@@ -75,6 +82,7 @@ export class ProfileBindingsService {
 
   async delete(_caller: Caller, id: string, ifMatch: EntityTagCondition | undefined): Promise<MessageDto> {
     const deleted = await this.bindings.delete(id, (current) => requireIfMatch(ifMatch, current.version));
+    this.bound.clear();
     if (!deleted) throw bindingNotFound(id);
     return message(`Execution profile '${deleted.profileName}' unbound from namespace '${deleted.namespaceName}'`);
   }
@@ -89,7 +97,8 @@ export class ProfileBindingsService {
 
   /** Whether a profile is bound to a namespace (so that workloads there may run under it), for other areas. */
   async isBound(executionProfileId: string, namespaceId: string): Promise<boolean> {
-    return (await this.bindings.findIn(namespaceId, executionProfileId)) !== null;
+    const key = `${executionProfileId.toLowerCase()} ${namespaceId.toLowerCase()}`;
+    return (await this.bound.get(key, async () => ((await this.bindings.findIn(namespaceId, executionProfileId)) !== null ? true : null))) === true;
   }
 
   /** The binding of a profile in a namespace. */
@@ -111,6 +120,7 @@ export class ProfileBindingsService {
       if (input.id && input.id.toLowerCase() !== id) throw InvalidInputError.at('/id', "id must be the binding's own id (or absent)");
       return this.changesFrom(caller, input, current);
     });
+    this.bound.clear();
     if (!found) throw bindingNotFound(id);
     return this.get(caller, id);
   }

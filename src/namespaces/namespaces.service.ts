@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import type { EntityManager } from 'typeorm';
 import { usesOf, type UsageCheck } from '../common/database/usage-checks.js';
 import { ConflictError, NotFoundError } from '../common/errors/hub-errors.js';
@@ -64,7 +65,17 @@ export class NamespacesService {
   private readonly usageChecks: NamespaceUsageCheck[] = [];
   private readonly locators = new Map<string, ResourceLocator>();
 
-  constructor(private readonly namespaces: NamespacesRepository) {
+  /**
+   * Namespaces by id and by name: every namespaced request and submission looks one up. Keyed by
+   * name too, so that any change to any namespace clears it all (they change rarely).
+   */
+  private readonly cache: RowCache<NamespaceRef>;
+
+  constructor(
+    private readonly namespaces: NamespacesRepository,
+    changes: ChangeFeed,
+  ) {
+    this.cache = new RowCache<NamespaceRef>(changes, 'namespaces').clearOn('namespaces');
     this.registerResourceLocator('namespace', async (id) => {
       const namespace = await this.find({ id });
       return namespace && { namespace };
@@ -96,8 +107,11 @@ export class NamespacesService {
 
   /** A namespace's id and name, by id or by name (ignoring case), for other areas; null when there is none. */
   async find(reference: { id: string } | { name: string }): Promise<NamespaceRef | null> {
-    const namespace = 'id' in reference ? await this.namespaces.findById(reference.id) : await this.namespaces.findByName(reference.name);
-    return namespace && { id: namespace.id, name: namespace.name };
+    const key = 'id' in reference ? reference.id.toLowerCase() : `name:${reference.name.toLowerCase()}`;
+    return this.cache.get(key, async () => {
+      const namespace = 'id' in reference ? await this.namespaces.findById(reference.id) : await this.namespaces.findByName(reference.name);
+      return namespace && { id: namespace.id, name: namespace.name };
+    });
   }
 
   /** Namespaces by name (ignoring case), keyed by lower-case name, in one query. */
@@ -122,6 +136,7 @@ export class NamespacesService {
       requireIfMatch(ifMatch, current.version);
       return changesFrom(input);
     });
+    this.cache.clear();
     if (!updated) throw notFound(id);
     return versioned(updated);
   }
@@ -131,6 +146,7 @@ export class NamespacesService {
       requireIfMatch(ifMatch, current.version);
       return changesFrom(await validateInput(NamespaceInputDto, applyJsonPatch(toNamespaceResponse(current), patch)));
     });
+    this.cache.clear();
     if (!updated) throw notFound(id);
     return versioned(updated);
   }
@@ -140,6 +156,7 @@ export class NamespacesService {
       requireIfMatch(ifMatch, current.version);
       await this.refuseIfInUse(current, manager);
     });
+    this.cache.clear();
     if (!deleted) throw notFound(id);
     return message(`Namespace '${deleted.name}' deleted`);
   }
