@@ -89,6 +89,20 @@ asRoot('tasks on the local driver, run by a hub running as root', () => {
     expect(listing.json<{ msg: string }>().msg).not.toContain('etc/');
   });
 
+  it('runs its command line exactly as given, and holds no descriptor of the launch’s beyond its own three', async () => {
+    const args = ["it's", 'two words', 'a\nline break', '$HOME', '*', '-n', '', '"quoted"\\'];
+    const script = 'printf "[%s]\\n" "$@"; for fd in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$fd ] && echo "open $fd"; done; true';
+    const response = await hub.inject({
+      method: 'POST',
+      url: '/api/v2/cluster/jobs',
+      headers: admin(),
+      payload: { name: 'command-line', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script, 'sh', ...args] } },
+    });
+    const done = await until(response.json<{ id: string }>().id, ended);
+    expect(done.status).toBe('completed');
+    expect(await stdout(done.id)).toBe(args.map((arg) => `[${arg}]\n`).join(''));
+  });
+
   it('passes a stop on to the task as SIGTERM and lets it clean up before the group is killed', async () => {
     const jobId = await submit("trap 'echo got TERM; sleep 1; echo cleaned up; exit 0' TERM; echo ready; while true; do sleep 0.1; done");
     const running = await until(jobId, (current) => current.status === 'running');
