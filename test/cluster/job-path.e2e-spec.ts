@@ -286,7 +286,10 @@ describe('the job path', () => {
       const c = clientOf(hub);
       const profileId = await c.profileId();
       const scheduler = hub.app.get<ClusterScheduler, { starting: Set<unknown> }>(ClusterScheduler);
-      const driver = hub.app.get<unknown, { listeners: unknown[]; watched: Map<string, unknown> }>(CLUSTER_DRIVER);
+      const driver = hub.app.get<
+        unknown,
+        { listeners: unknown[]; watched: Map<string, unknown>; monitors: Map<string, number>; launcher: { pending: Map<string, unknown> } }
+      >(CLUSTER_DRIVER);
       const handles = () => process.getActiveResourcesInfo().filter((kind) => kind === 'ProcessWrap').length;
       const listenersBefore = driver.listeners.length;
       const handlesBefore = handles();
@@ -298,7 +301,7 @@ describe('the job path', () => {
         'the starts to be forgotten',
       );
       expect(driver.listeners.length).toBe(listenersBefore);
-      expect(driver.watched.size).toBe(0);
+      expect([driver.watched.size, driver.monitors.size, driver.launcher.pending.size]).toEqual([0, 0, 0]);
       expect(handles()).toBeLessThanOrEqual(handlesBefore);
     } finally {
       await hub.close();
