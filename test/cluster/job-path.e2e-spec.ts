@@ -279,6 +279,29 @@ describe('the job path', () => {
     }
   }, 60_000);
 
+  it('starts another launcher when its launcher is killed, and what it had launched runs on and is settled', async () => {
+    const sharedDir = dir('hub-path-launcher-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const driver = hub.app.get<unknown, { launcher: { process?: { pid: number } } }>(CLUSTER_DRIVER);
+      await c.submit('outlives-its-launcher', profileId, 'sleep 0.5; echo done');
+      await poll(
+        () => Promise.resolve(driver.launcher.process?.pid),
+        (pid) => pid !== undefined,
+        'the launcher to start',
+      );
+      const first = driver.launcher.process?.pid as number;
+      process.kill(first, 'SIGKILL');
+      await c.submit('after-the-launcher-died', profileId, 'echo again');
+      expect(await c.allDone()).toEqual({ completed: 2, failed: 0, lost: 0 });
+      expect(driver.launcher.process?.pid).not.toBe(first);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
   it('keeps nothing of finished jobs in memory: no start under way, no process handle, no listener per job', async () => {
     const sharedDir = dir('hub-path-memory-');
     const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
