@@ -7,7 +7,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -33,7 +33,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -61,7 +61,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: (status = 'running'::text)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -91,7 +91,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: (status = ANY ('{pending,running}'::text[]))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -123,7 +123,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Scan using job_executions_created_idx on job_executions e
 --           Index Cond: (created > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -159,7 +159,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Bitmap Index Scan on job_executions_modified_idx
 --                 Index Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -196,7 +196,7 @@ SELECT COUNT(*) AS "count"
 --                 ->  Parallel Index Only Scan using job_executions_node_created_idx on job_executions e
 --                       Index Cond: (node_id = '<id>'::uuid)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -229,7 +229,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Scan using job_executions_job_status_idx on job_executions e
 --           Index Cond: (job_id = '<id>'::uuid)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -256,7 +256,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -296,7 +296,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -326,7 +326,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
