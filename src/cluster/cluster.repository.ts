@@ -5,7 +5,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { ClusterSnapshot } from '../common/metrics/cluster-metrics.js';
-import { fetchListPage, isoTime, whereInScopeOrOwned, whereNotHidden, type ListPage } from '../common/query/list-page.js';
+import { fetchListPage, isoTime, whereNotHidden, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
@@ -318,17 +318,12 @@ export class ClusterRepository {
 
   /** A page of jobs with what list items show (not their task): see JOB_LIST_COLUMNS and JOB_LIST_EXTRA. */
   listJobs(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<JobListRow>> {
-    const jobs = this.dataSource.getRepository(ClusterJob).createQueryBuilder('job');
-    return fetchListPage<ClusterJob, JobListRow>(
-      whereInScopeOrOwned(jobs, { namespace: 'job.namespace_id', item: 'job.id' }, scope, 'job.owner_id', callerId),
-      query,
-      {
-        counts: JOB_LIST_QUERY.counts,
-        scope: { namespaces: scope, ownerId: callerId },
-        columns: JOB_LIST_COLUMNS,
-        extra: JOB_LIST_EXTRA,
-      },
-    );
+    return fetchListPage<ClusterJob, JobListRow>(this.dataSource.getRepository(ClusterJob).createQueryBuilder('job'), query, {
+      counts: JOB_LIST_QUERY.counts,
+      scope: { namespaces: scope, columns: { namespace: 'job.namespace_id', item: 'job.id' }, owner: { id: callerId, column: 'job.owner_id' } },
+      columns: JOB_LIST_COLUMNS,
+      extra: JOB_LIST_EXTRA,
+    });
   }
 
   /** What a job runs, read when one of its executions starts. */
@@ -371,17 +366,16 @@ export class ClusterRepository {
   // Executions
 
   listExecutions(query: ListQuery, scope: NamespaceScope, callerId: string): Promise<ListPage<ExecutionRow>> {
-    const executions = this.dataSource.createQueryBuilder().from<ExecutionRow>(`(${EXECUTIONS_SQL})`, 'execution');
-    return fetchListPage(
-      whereInScopeOrOwned(executions, { namespace: 'execution."namespaceId"', item: 'execution."jobId"' }, scope, 'execution."ownerId"', callerId),
-      query,
-      {
-        counts: EXECUTION_LIST_QUERY.counts,
-        scope: { namespaces: scope, ownerId: callerId },
-        columns: EXECUTION_LIST_COLUMNS,
-        extra: EXECUTION_LIST_EXTRA,
+    return fetchListPage(this.dataSource.createQueryBuilder().from<ExecutionRow>(`(${EXECUTIONS_SQL})`, 'execution'), query, {
+      counts: EXECUTION_LIST_QUERY.counts,
+      scope: {
+        namespaces: scope,
+        columns: { namespace: 'execution."namespaceId"', item: 'execution."jobId"' },
+        owner: { id: callerId, column: 'execution."ownerId"' },
       },
-    );
+      columns: EXECUTION_LIST_COLUMNS,
+      extra: EXECUTION_LIST_EXTRA,
+    });
   }
 
   findExecution(id: string): Promise<JobExecution | null> {

@@ -351,3 +351,53 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                                   Index Cond: (status = 'running'::text)
 --                 ->  Hash
 --                       ->  Seq Scan on cluster_nodes n
+
+-- GET /cluster/executions (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
+SELECT COUNT(*) + (SELECT COUNT(*)
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE execution."ownerId" = $1 AND NOT coalesce((execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5))), false)) AS "count"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE (execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5)));
+-- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+--   Aggregate
+--     InitPlan 1 (returns $0)
+--       ->  Aggregate
+--             ->  Bitmap Heap Scan on job_executions e_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on job_executions_owner_created_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Bitmap Heap Scan on job_executions e
+--           Recheck Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
+--           ->  Bitmap Index Scan on job_executions_namespace_created_idx
+--                 Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE ((execution."namespaceId" = ANY($1) AND NOT ((coalesce(execution."namespaceId" = $2, false) AND (CAST($3 AS text) || CAST(execution."jobId" AS text)) ~ $4))) OR execution."ownerId" = $5)
+  ORDER BY execution."creationTime" DESC, execution."id" DESC
+  LIMIT 100
+  OFFSET 0;
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
+--   Limit
+--     ->  Nested Loop Left Join
+--           ->  Index Scan Backward using job_executions_created_idx on job_executions e
+--                 Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
+--           ->  Memoize
+--                 Cache Key: e.node_id
+--                 Cache Mode: logical
+--                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
+--                       Index Cond: (id = e.node_id)

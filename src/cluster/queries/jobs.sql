@@ -561,3 +561,49 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
+
+-- GET /cluster/jobs (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
+SELECT COUNT(*) + (SELECT COUNT(*)
+  FROM "cluster_jobs" "job"
+  WHERE "job"."owner_id" = $1 AND NOT coalesce(("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5))), false)) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE ("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5)));
+-- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+--   Aggregate
+--     InitPlan 1 (returns $0)
+--       ->  Aggregate
+--             ->  Bitmap Heap Scan on cluster_jobs job_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on cluster_jobs_owner_submit_time_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Index Only Scan using cluster_jobs_namespace_submit_time_idx on cluster_jobs job
+--           Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
+
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
+  WHERE (("job"."namespace_id" = ANY($1) AND NOT ((coalesce("job"."namespace_id" = $2, false) AND (CAST($3 AS text) || CAST("job"."id" AS text)) ~ $4))) OR "job"."owner_id" = $5)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC
+  LIMIT 100
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)

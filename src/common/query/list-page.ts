@@ -117,16 +117,21 @@ function run<R>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: 
   return qb.connection.query<R>(sql, parameters);
 }
 
-/** Who a list is narrowed for: the namespaces of their access and, when they see their own items anywhere, their id. */
+/**
+ * Who a list is narrowed for, and where its rows say what narrows them: the namespaces of the
+ * caller's access (without the items a Deny hides) and, when they see their own items wherever
+ * these are, their id and the rows' owner column.
+ */
 export interface ListScope {
   readonly namespaces: NamespaceScope;
-  readonly ownerId?: string;
+  readonly columns: ScopeColumns;
+  readonly owner?: { readonly id: string; readonly column: string };
 }
 
 export interface PageOptions {
   /** Counts kept for `total` (the list spec's `counts`), used when every filter is one they are kept by. */
   readonly counts?: ListCounts;
-  /** The scope the builder is narrowed to, for the counts to be narrowed alike. */
+  /** The caller's scope: the list narrows its rows to it (whereInScope, or whereInScopeOrOwned with an owner), and its counts alike. */
   readonly scope?: ListScope;
   /**
    * The properties of the entity (or columns of the derived table) its items need, when not all:
@@ -160,40 +165,71 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
   query: ListQuery,
   options: PageOptions = {},
 ): Promise<ListPage<R>> {
+  const scope = options.scope;
+  // A caller who sees their own items and some of whose items a Deny hides is counted from the rows before the scope (countMatching).
+  const unscoped = scope?.owner && hidesItems(scope) ? whereFilters(qb.clone(), query.filters) : undefined;
+  if (scope) narrow(qb, scope, scope.columns);
   whereFilters(qb, query.filters);
   // A filtered page of a table is found by its keys first: an index-only scan when the sort's index
-  // holds the filtered columns. An unfiltered one is read along the sort's index directly: by keys
-  // it would read every row twice, by key and then again, for nothing (a third of a 1,000-item page).
+  // holds the filtered columns. An unfiltered one is read along the sort's index directly: by keys,
+  // each row would be found again through the primary key and the page sorted twice (10 ms of SQL
+  // against 3.5 for 1,000 jobs).
   const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0 && qb.expressionMap.wheres.length > 0;
   if (query.offset < DEEP_OFFSET) {
     const [totalCount, items] = await Promise.all([
-      countMatching(qb, query, options),
+      countMatching(qb, query, options, unscoped),
       byKeys ? selectByKeys<R>(qb, query, options) : selectSorted<R>(qb, query, true, options),
     ]);
     return { items, totalCount };
   }
-  const totalCount = await countMatching(qb, query, options);
+  const totalCount = await countMatching(qb, query, options, unscoped);
   return { items: query.offset >= totalCount ? [] : await selectByKeys<R>(qb, query, options, totalCount), totalCount };
 }
 
-/** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
-async function countMatching(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions): Promise<number> {
-  const counts = options.counts;
-  // Counts are kept by namespace and owner, not by item: a caller some of whose items a Deny hides is counted row by row.
-  const hidesItems = (options.scope?.namespaces.items?.hidden.length ?? 0) > 0;
+/** Whether a Deny hides some items of a scope: counts are kept by namespace and owner, not by item, so that its count is made row by row. */
+function hidesItems(scope: ListScope | undefined): boolean {
+  return (scope?.namespaces.items?.hidden.length ?? 0) > 0;
+}
+
+/** Narrows a builder to a list's scope, its namespace (and item) columns those of `columns`. */
+function narrow(qb: SelectQueryBuilder<ObjectLiteral>, scope: ListScope, columns: ScopeColumns, ownerColumn = scope.owner?.column): void {
+  if (scope.owner && ownerColumn) whereInScopeOrOwned(qb, columns, scope.namespaces, ownerColumn, scope.owner.id);
+  else whereInScope(qb, columns, scope.namespaces);
+}
+
+/**
+ * The number of items matching a list query: summed from kept counts when they serve it, else
+ * counted. A caller who sees their own items, some of whose items a Deny hides, is counted in two
+ * disjoint parts, `unscoped` (the filtered rows) narrowed to each: what their scope leaves them,
+ * and what they own besides. As one condition (scope OR owner), PostgreSQL counts through a bitmap
+ * of two indexes and reads every row it finds from the table; as two, each part is counted in an
+ * index alone where one holds its columns (jobs unfiltered: 3 times faster at 50,000 in the scope).
+ */
+async function countMatching(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  options: PageOptions,
+  unscoped?: SelectQueryBuilder<ObjectLiteral>,
+): Promise<number> {
+  const { counts, scope } = options;
   const counted =
-    counts && !hidesItems && query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+    counts &&
+    !hidesItems(scope) &&
+    query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+  // What the scope leaves the caller (the items a Deny hides aside), for a count in two parts.
+  const visible = unscoped && scope?.owner ? scopeCondition(scope.columns, scope.namespaces) : undefined;
   let count: SelectQueryBuilder<ObjectLiteral>;
   if (counted) {
     count = qb.connection.createQueryBuilder().from(counts.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
     const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counts.filters[condition.field]}` } }));
     whereFilters(count, columns);
-    const scope = options.scope;
-    if (scope) {
-      const columns = { namespace: `counts.${counts.namespace}` };
-      if (scope.ownerId === undefined) whereInScope(count, columns, scope.namespaces);
-      else whereInScopeOrOwned(count, columns, scope.namespaces, `counts.${counts.owner}`, scope.ownerId);
-    }
+    if (scope) narrow(count, scope, { namespace: `counts.${counts.namespace}` }, `counts.${counts.owner}`);
+  } else if (visible && unscoped && scope?.owner) {
+    const owned = unscoped
+      .clone()
+      .select('COUNT(*)')
+      .andWhere(`${scope.owner.column} = :scopeOwner AND NOT coalesce(${visible.sql}, false)`, { ...visible.parameters, scopeOwner: scope.owner.id });
+    count = unscoped.clone().andWhere(visible.sql, visible.parameters).select(`COUNT(*) + (${owned.getQuery()})`, 'count').setParameters(owned.getParameters());
   } else {
     count = qb.clone().select('COUNT(*)', 'count');
   }
