@@ -10,6 +10,7 @@ import { JobUids1795350000000 } from './1795350000000-JobUids.js';
 import { AccessModelGuards1795351000000 } from './1795351000000-AccessModelGuards.js';
 import { ClusterJobPath1795354000000 } from './1795354000000-ClusterJobPath.js';
 import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
+import { ExecutionCountsByNode1795356000000 } from './1795356000000-ExecutionCountsByNode.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -24,4 +25,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   AccessModelGuards1795351000000,
   ClusterJobPath1795354000000,
   ListsAtScale1795355000000,
+  ExecutionCountsByNode1795356000000,
 ];

@@ -181,20 +181,13 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                       Index Cond: (id = e.node_id)
 
 -- GET /cluster/executions?filter[nodeId][EQ]=<a node>
-SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
- 
-  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE execution."nodeId" = $1;
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_node_counts" "counts"
+  WHERE counts.node_id = $1;
 -- parameters: ["<id>"]
---   Finalize Aggregate
---     ->  Gather
---           Workers Planned: 2
---           ->  Partial Aggregate
---                 ->  Parallel Index Only Scan using job_executions_node_created_idx on job_executions e
---                       Index Cond: (node_id = '<id>'::uuid)
+--   Aggregate
+--     ->  Index Only Scan using job_execution_node_counts_key_idx on job_execution_node_counts counts
+--           Index Cond: (node_id = '<id>'::uuid)
 
 SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (

@@ -129,8 +129,8 @@ export interface ListScope {
 }
 
 export interface PageOptions {
-  /** Counts kept for `total` (the list spec's `counts`), used when every filter is one they are kept by. */
-  readonly counts?: ListCounts;
+  /** Counts kept for `total` (the list spec's `counts`): the first by which every filter of a request is kept serves it. */
+  readonly counts?: readonly ListCounts[];
   /** The caller's scope: the list narrows its rows to it (whereInScope, or whereInScopeOrOwned with an owner), and its counts alike. */
   readonly scope?: ListScope;
   /**
@@ -211,19 +211,20 @@ async function countMatching(
   options: PageOptions,
   unscoped?: SelectQueryBuilder<ObjectLiteral>,
 ): Promise<number> {
-  const { counts, scope } = options;
-  const counted =
-    counts &&
-    !hidesItems(scope) &&
-    query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+  const scope = options.scope;
+  const counted = hidesItems(scope)
+    ? undefined
+    : options.counts?.find((counts) =>
+        query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator)),
+      );
   // What the scope leaves the caller (the items a Deny hides aside), for a count in two parts.
   const visible = unscoped && scope?.owner ? scopeCondition(scope.columns, scope.namespaces) : undefined;
   let count: SelectQueryBuilder<ObjectLiteral>;
   if (counted) {
-    count = qb.connection.createQueryBuilder().from(counts.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
-    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counts.filters[condition.field]}` } }));
+    count = qb.connection.createQueryBuilder().from(counted.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
+    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counted.filters[condition.field]}` } }));
     whereFilters(count, columns);
-    if (scope) narrow(count, scope, { namespace: `counts.${counts.namespace}` }, `counts.${counts.owner}`);
+    if (scope) narrow(count, scope, { namespace: `counts.${counted.namespace}` }, `counts.${counted.owner}`);
   } else if (visible && unscoped && scope?.owner) {
     const owned = unscoped
       .clone()
