@@ -37,8 +37,11 @@ const DATABASE = 'hub_list_snapshots';
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
-/** Who a case lists as: everything (an administrator) or one namespace and their own items. */
-type Caller = 'administrator' | 'narrowed';
+/**
+ * Who a case lists as: everything (an administrator), one namespace and their own items, or the
+ * same with a Deny that hides some of the namespace's jobs (a pattern on their ids).
+ */
+type Caller = 'administrator' | 'narrowed' | 'denied';
 
 interface Seeded {
   readonly namespaceId: string;
@@ -118,6 +121,7 @@ const CASES: ListCase[] = [
   jobs('?filter[status][EQ]=running', { 'filter[status][EQ]': 'running' }, 'narrowed'),
   jobs('?filter[name][ST]=bulk-123', { 'filter[name][ST]': 'bulk-123' }, 'narrowed'),
   jobs('?sort=name', { sort: 'name' }, 'narrowed'),
+  jobs('', {}, 'denied'),
   executions('', () => ({})),
   executions('?page[limit]=1000', () => ({ 'page[limit]': '1000' })),
   executions('?filter[status][EQ]=running', () => ({ 'filter[status][EQ]': 'running' })),
@@ -129,6 +133,7 @@ const CASES: ListCase[] = [
   executions('?page[offset]=900000', () => ({ 'page[offset]': '900000' })),
   executions('', () => ({}), 'narrowed'),
   executions('?filter[status][EQ]=running', () => ({ 'filter[status][EQ]': 'running' }), 'narrowed'),
+  executions('', () => ({}), 'denied'),
   ...(
     [
       ['', {}],
@@ -275,11 +280,24 @@ async function main(): Promise<void> {
       const statements: { sql: string; parameters: readonly unknown[] }[] = [];
       observeListQueries((sql, parameters) => statements.push({ sql, parameters }));
       const query = parseListQuery(listCase.spec, listCase.raw(seeded));
-      const narrowed = listCase.caller === 'narrowed';
-      const scope: NamespaceScope = narrowed ? { all: false, only: [seeded.namespaceId] } : { all: true, except: [] };
-      await listCase.run(repositories, query, scope, narrowed ? seeded.userId : '00000000-0000-0000-0000-000000000000');
+      const caller = listCase.caller ?? 'administrator';
+      const scope: NamespaceScope = {
+        administrator: { all: true, except: [] } as const,
+        narrowed: { all: false, only: [seeded.namespaceId] } as const,
+        denied: {
+          all: false,
+          only: [seeded.namespaceId],
+          items: { prefix: '/ClusterJobs/', hidden: [{ namespaceId: seeded.namespaceId, pattern: '^(?:/ClusterJobs/[0-3].*)$' }] },
+        } as const,
+      }[caller];
+      await listCase.run(repositories, query, scope, caller === 'administrator' ? '00000000-0000-0000-0000-000000000000' : seeded.userId);
       observeListQueries(undefined);
-      const lines = [`-- ${listCase.path}${narrowed ? ' (a user narrowed to one namespace, who sees their own jobs anywhere)' : ''}`];
+      const who = {
+        administrator: '',
+        narrowed: ' (a user narrowed to one namespace, who sees their own jobs anywhere)',
+        denied: ' (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)',
+      }[caller];
+      const lines = [`-- ${listCase.path}${who}`];
       const used = new Set<string>();
       for (const { sql, parameters } of statements) {
         const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${sql}`, parameters as unknown[])).rows.map((row) => row['QUERY PLAN']);

@@ -93,9 +93,11 @@ export async function seedMillion(
       log(`${rebuilt.length} indexes rebuilt: ${((performance.now() - began) / 1000).toFixed(1)} s`);
       await step(
         'counts',
-        `DELETE FROM cluster_job_counts; DELETE FROM job_execution_counts;
+        `DELETE FROM cluster_job_counts; DELETE FROM job_execution_counts; DELETE FROM job_execution_node_counts;
          INSERT INTO cluster_job_counts (namespace_id, owner_id, status, type, n) SELECT namespace_id, owner_id, status, type, count(*) FROM cluster_jobs GROUP BY 1, 2, 3, 4;
-         INSERT INTO job_execution_counts (namespace_id, owner_id, status, n) SELECT namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3`,
+         INSERT INTO job_execution_counts (namespace_id, owner_id, status, n) SELECT namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3;
+         INSERT INTO job_execution_node_counts (node_id, namespace_id, owner_id, status, n)
+           SELECT node_id, namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3, 4`,
       );
     }
     await step('vacuum analyze', 'VACUUM ANALYZE');

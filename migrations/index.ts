@@ -10,6 +10,7 @@ import { JobUids1795350000000 } from './1795350000000-JobUids.js';
 import { AccessModelGuards1795351000000 } from './1795351000000-AccessModelGuards.js';
 import { ClusterJobPath1795354000000 } from './1795354000000-ClusterJobPath.js';
 import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
+import { ExecutionCountsByNode1795356000000 } from './1795356000000-ExecutionCountsByNode.js';
 import { SubmissionCaches1795358000000 } from './1795358000000-SubmissionCaches.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
@@ -25,5 +26,6 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   AccessModelGuards1795351000000,
   ClusterJobPath1795354000000,
   ListsAtScale1795355000000,
+  ExecutionCountsByNode1795356000000,
   SubmissionCaches1795358000000,
 ];

@@ -1,10 +1,17 @@
-import type { ExecutionRow, TaskSummary } from './cluster.repository.js';
-import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto } from './dto/cluster.dto.js';
+import type { ExecutionRow } from './cluster.repository.js';
+import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, TaskSummaryDto } from './dto/cluster.dto.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
-import type { JobExecution } from './entities/job-execution.entity.js';
+import type { ExecutionStatus, JobExecution } from './entities/job-execution.entity.js';
 
-const NO_TASKS: TaskSummary = { queued: 0, completed: 0, failed: 0, running: 0, starting: 0, lost: 0 };
+/** The count of a task summary that an execution in each status adds to (none adds to `starting`, which stays 0). */
+const SUMMARY_FIELD: Record<ExecutionStatus, keyof TaskSummaryDto> = {
+  pending: 'queued',
+  running: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  lost: 'lost',
+};
 
 export function toNodeListItem(node: ClusterNode): NodeListItemDto {
   return {
@@ -35,20 +42,36 @@ export function toNodeResponse(node: ClusterNode): NodeDto {
   };
 }
 
-/** What a job list reads of each job (ClusterRepository.listJobs), and all that list items show. */
-export type JobListRow = Pick<ClusterJob, 'id' | 'name' | 'status' | 'type' | 'submitTime' | 'priority' | 'namespaceId' | 'ownerId'>;
-
-/** What a job shows in a list and in its detail alike. */
-function jobFields(job: JobListRow): Omit<JobDto, 'properties'> {
-  return { id: job.id, name: job.name, status: job.status, type: job.type, submitTime: job.submitTime.toISOString(), priority: job.priority };
+/** What a job list reads of each job (ClusterRepository.listJobs): all that list items show. */
+export interface JobListRow extends Pick<ClusterJob, 'id' | 'name' | 'status' | 'type' | 'priority'> {
+  /** As toISOString writes it. */
+  readonly submitTime: string;
+  /** The statuses of its executions, separated by spaces; null when it has none. */
+  readonly executionStatuses: string | null;
 }
 
-export function toJobListItem(job: JobListRow, summary: TaskSummary = NO_TASKS): JobListItemDto {
-  return { ...jobFields(job), taskSummary: summary };
+function taskSummary(statuses: string | null): TaskSummaryDto {
+  const summary = { queued: 0, completed: 0, failed: 0, running: 0, starting: 0, lost: 0 };
+  for (const status of statuses?.split(' ') ?? []) summary[SUMMARY_FIELD[status as ExecutionStatus]] += 1;
+  return summary;
+}
+
+/** One object literal (spreading the detail's fields into it cost 2.5 µs an item: lists of 1,000 map this often). */
+export function toJobListItem(job: JobListRow): JobListItemDto {
+  return {
+    id: job.id,
+    name: job.name,
+    status: job.status,
+    type: job.type,
+    submitTime: job.submitTime,
+    priority: job.priority,
+    taskSummary: taskSummary(job.executionStatuses),
+  };
 }
 
 export function toJobResponse(job: ClusterJob): JobDto {
-  return { ...jobFields(job), properties: job.properties };
+  const { id, name, status, type, priority, properties } = job;
+  return { id, name, status, type, submitTime: job.submitTime.toISOString(), priority, properties };
 }
 
 export function toExecutionListItem(execution: ExecutionRow): ExecutionListItemDto {
@@ -56,8 +79,8 @@ export function toExecutionListItem(execution: ExecutionRow): ExecutionListItemD
     id: execution.id,
     jobId: execution.jobId,
     status: execution.status,
-    creationTime: execution.creationTime.toISOString(),
-    modifiedTime: execution.modifiedTime.toISOString(),
+    creationTime: execution.creationTime,
+    modifiedTime: execution.modifiedTime,
     nodeId: execution.nodeId ?? undefined,
     nodeName: execution.nodeName ?? undefined,
   };

@@ -128,8 +128,7 @@ export class ClusterService {
   /** Jobs in `scope`, and the caller's own wherever they are. */
   async queryJobs(caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<TotalEnvelope<JobListItemDto>> {
     const page = await this.cluster.listJobs(query, scope, caller.userId);
-    const summaries = await this.cluster.summaries(page.items.map((job) => job.id));
-    return { total: page.totalCount, data: page.items.map((job) => toJobListItem(job, summaries.get(job.id))) };
+    return { total: page.totalCount, data: page.items.map(toJobListItem) };
   }
 
   /** The job detail; `page[offset]` and `page[limit]` are taken (as the interface lists them) and checked, though it has no list to page. */

@@ -48,10 +48,14 @@ export const JOB_LIST_QUERY = defineListQuery({
       submitTime: 'cluster_jobs_submit_time_idx',
     },
   },
-  counts: { table: 'cluster_job_counts', filters: { status: 'status', type: 'type' }, namespace: 'namespace_id', owner: 'owner_id' },
+  counts: [{ table: 'cluster_job_counts', filters: { status: 'status', type: 'type' }, namespace: 'namespace_id', owner: 'owner_id' }],
 });
 
-/** What `GET /cluster/executions` accepts: executions as the derived table `execution`. */
+/**
+ * What `GET /cluster/executions` accepts: executions as the derived table `execution`. `total`
+ * comes from the counts per namespace, owner and status, or per node besides for a request that
+ * names the node, unless another filter is given.
+ */
 export const EXECUTION_LIST_QUERY = defineListQuery({
   filters: {
     jobId: { column: 'execution."jobId"', type: 'uuid', operators: ['EQ'] },
@@ -73,5 +77,8 @@ export const EXECUTION_LIST_QUERY = defineListQuery({
       modifiedTime: 'job_executions_modified_idx',
     },
   },
-  counts: { table: 'job_execution_counts', filters: { status: 'status' }, namespace: 'namespace_id', owner: 'owner_id' },
+  counts: [
+    { table: 'job_execution_counts', filters: { status: 'status' }, namespace: 'namespace_id', owner: 'owner_id' },
+    { table: 'job_execution_node_counts', filters: { nodeId: 'node_id', status: 'status' }, namespace: 'namespace_id', owner: 'owner_id' },
+  ],
 });

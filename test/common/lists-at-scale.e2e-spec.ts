@@ -94,8 +94,8 @@ describe('lists at scale', () => {
     });
 
     it('keeps the counts a list declares in a table with the declared columns, by triggers on every change', async () => {
-      const counted = [...LIST_QUERIES].flatMap((spec) => (spec.counts ? [spec.counts] : []));
-      expect(counted.map((counts) => counts.table).sort()).toEqual(['cluster_job_counts', 'job_execution_counts']);
+      const counted = [...LIST_QUERIES].flatMap((spec) => spec.counts ?? []);
+      expect(counted.map((counts) => counts.table).sort()).toEqual(['cluster_job_counts', 'job_execution_counts', 'job_execution_node_counts']);
       for (const counts of counted) {
         const { rows } = await db.query<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1`, [counts.table]);
         expect(rows.map((row) => row.name)).toEqual(expect.arrayContaining(['n', counts.namespace, counts.owner, ...Object.values(counts.filters)]));
@@ -130,11 +130,12 @@ describe('lists at scale', () => {
       });
       expect(bound.statusCode).toBe(201);
       const narrowed = bearer(await hub.login('counted-user', 'a-counted-password'));
-      const ids = await db.query<{ namespaces: string[]; profile: string; owners: string[] }>(
+      const ids = await db.query<{ namespaces: string[]; profile: string; owners: string[]; node: string }>(
         `SELECT (SELECT array_agg(id) FROM namespaces) AS namespaces, (SELECT id FROM execution_profiles LIMIT 1) AS profile,
-                (SELECT array_agg(id) FROM users WHERE user_name IN ('admin', 'counted-user')) AS owners`,
+                (SELECT array_agg(id) FROM users WHERE user_name IN ('admin', 'counted-user')) AS owners, (SELECT id FROM cluster_nodes LIMIT 1) AS node`,
       );
-      const { namespaces, profile, owners } = ids.rows[0];
+      const { namespaces, profile, owners, node } = ids.rows[0];
+      expect(node).toEqual(expect.any(String));
 
       // Each writer: a transaction per round inserting a few jobs (one execution each), moving some jobs'
       // and executions' statuses, deleting one; every third round rolled back.
@@ -154,7 +155,9 @@ describe('lists at scale', () => {
               [w, round, namespaces, profile, owners],
             );
             await client.query(
-              `UPDATE job_executions SET status = 'running' WHERE id IN (SELECT id FROM job_executions WHERE status = 'pending' ORDER BY random() LIMIT 2 FOR UPDATE SKIP LOCKED)`,
+              `UPDATE job_executions SET status = 'running', node_id = $1
+               WHERE id IN (SELECT id FROM job_executions WHERE status = 'pending' ORDER BY random() LIMIT 2 FOR UPDATE SKIP LOCKED)`,
+              [node],
             );
             await client.query(
               `UPDATE cluster_jobs SET status = 'dead' WHERE id IN (SELECT id FROM cluster_jobs WHERE status = 'pending' ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED)`,
@@ -177,16 +180,27 @@ describe('lists at scale', () => {
           const client = await db.connect();
           try {
             await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-            const { rows } = await client.query<{ jobs: string; counted: string; executions: string; countedExecutions: string }>(
+            const { rows } = await client.query<{
+              jobs: string;
+              counted: string;
+              executions: string;
+              countedExecutions: string;
+              onNode: string;
+              countedOnNode: string;
+            }>(
               `SELECT (SELECT count(*) FROM cluster_jobs) AS jobs, (SELECT coalesce(sum(n), 0) FROM cluster_job_counts) AS counted,
-                      (SELECT count(*) FROM job_executions) AS executions, (SELECT coalesce(sum(n), 0) FROM job_execution_counts) AS "countedExecutions"`,
+                      (SELECT count(*) FROM job_executions) AS executions, (SELECT coalesce(sum(n), 0) FROM job_execution_counts) AS "countedExecutions",
+                      (SELECT count(*) FROM job_executions WHERE node_id = $1) AS "onNode",
+                      (SELECT coalesce(sum(n), 0) FROM job_execution_node_counts WHERE node_id = $1) AS "countedOnNode"`,
+              [node],
             );
             await client.query('COMMIT');
-            if (rows[0].jobs !== rows[0].counted || rows[0].executions !== rows[0].countedExecutions) mismatches.push(JSON.stringify(rows[0]));
+            const [{ jobs, counted, executions, countedExecutions, onNode, countedOnNode }] = rows;
+            if (jobs !== counted || executions !== countedExecutions || onNode !== countedOnNode) mismatches.push(JSON.stringify(rows[0]));
           } finally {
             client.release();
           }
-          await Promise.all([counts.fold('cluster_job_counts'), counts.fold('job_execution_counts')]);
+          await Promise.all(ListCounts.tables().map((table) => counts.fold(table)));
         }
       };
       const watching = watcher();
@@ -217,6 +231,13 @@ describe('lists at scale', () => {
         ],
         ['cluster/executions', auth, 'SELECT count(*) FROM job_executions', []],
         ['cluster/executions?filter[status][EQ]=running', auth, `SELECT count(*) FROM job_executions WHERE status = 'running'`, []],
+        [`cluster/executions?filter[nodeId][EQ]=${node}`, auth, 'SELECT count(*) FROM job_executions WHERE node_id = $1', [node]],
+        [
+          `cluster/executions?filter[nodeId][EQ]=${node}&filter[status][IN]=running,completed`,
+          narrowed,
+          `SELECT count(*) FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id WHERE (j.namespace_id = $1 OR j.owner_id = $2) AND e.node_id = $3 AND e.status IN ('running', 'completed')`,
+          [namespaceId, user0, node],
+        ],
         [
           'cluster/executions',
           narrowed,
@@ -224,12 +245,36 @@ describe('lists at scale', () => {
           [namespaceId, user0],
         ],
       ];
-      for (const [path, headers, sql, values] of cases) {
-        const response = await hub.inject({ method: 'GET', url: `/api/v2/${path}`, headers });
-        expect(response.statusCode).toBe(200);
-        const expected = Number((await db.query<{ count: string }>(sql, values)).rows[0].count);
-        expect({ path, total: response.json<{ total: number }>().total }).toEqual({ path, total: expected });
-      }
+      const totalsAre = async (expectations: typeof cases) => {
+        for (const [path, headers, sql, values] of expectations) {
+          const response = await hub.inject({ method: 'GET', url: `/api/v2/${path}`, headers });
+          expect(response.statusCode).toBe(200);
+          const expected = Number((await db.query<{ count: string }>(sql, values)).rows[0].count);
+          expect({ path, total: response.json<{ total: number }>().total }).toEqual({ path, total: expected });
+        }
+      };
+      await totalsAre(cases);
+      // With a Deny that hides half the namespace's jobs (those whose id starts with 0 to 7), counted row by row in two
+      // parts: what the scope leaves them, and what they own besides (hidden or elsewhere), each once.
+      const deny = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/rbac/roles',
+        headers: auth,
+        payload: { name: 'counted-deny', permissions: [{ object: '/ClusterJobs/[0-7].*', objectMatcher: 'regex', actions: ['Read'], effect: 'Deny' }] },
+      });
+      const denyBound = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/rbac/rolebindings',
+        headers: auth,
+        payload: { role: deny.json<{ id: string }>().id, principal: user0, namespace: 'counted' },
+      });
+      expect([deny.statusCode, denyBound.statusCode]).toEqual([201, 201]);
+      const shown = `(j.namespace_id = $1 AND j.id::text !~ '^[0-7]') OR j.owner_id = $2`;
+      await totalsAre([
+        ['cluster/jobs', narrowed, `SELECT count(*) FROM cluster_jobs j WHERE ${shown}`, [namespaceId, user0]],
+        ['cluster/jobs?filter[status][EQ]=dead', narrowed, `SELECT count(*) FROM cluster_jobs j WHERE (${shown}) AND status = 'dead'`, [namespaceId, user0]],
+        ['cluster/executions', narrowed, `SELECT count(*) FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id WHERE ${shown}`, [namespaceId, user0]],
+      ]);
       // Folded, a table holds at most a row per key.
       await hub.app.get(ListCounts).foldAll();
       const keys = await db.query<{ rows: string; keys: string }>(

@@ -12,25 +12,15 @@ SELECT COUNT(*) AS "count"
 
 SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" AS "externalId", "groups"."system" AS "system", "groups"."version" AS "version", "groups"."created" AS "created", "groups"."modified" AS "modified"
   FROM "groups" "groups"
-  WHERE "groups"."id" IN (SELECT "groups"."id" AS "key"
-  FROM "groups" "groups"
   ORDER BY lower("groups"."name") ASC, "groups"."id" ASC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY lower("groups"."name") ASC, "groups"."id" ASC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: (lower(groups.name)), groups.id
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: groups_1.id
---                 ->  Limit
---                       ->  Incremental Sort
---                             Sort Key: (lower(groups_1.name)), groups_1.id
---                             Presorted Key: (lower(groups_1.name))
---                             ->  Index Scan using groups_name_lower_key on groups groups_1
---           ->  Index Scan using "PK_659d1483316afb28afd3a90646e" on groups
---                 Index Cond: (id = groups_1.id)
+--   Limit
+--     ->  Incremental Sort
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
+--           ->  Index Scan using groups_name_lower_key on groups
 
 -- GET /auth/groups?filter[name][CO]=am-4242
 SELECT COUNT(*) AS "count"

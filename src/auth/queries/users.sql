@@ -12,25 +12,15 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
-  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
-  FROM "users" "users"
   ORDER BY lower("users"."user_name") ASC, "users"."id" ASC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY lower("users"."user_name") ASC, "users"."id" ASC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: (lower(users.user_name)), users.id
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: users_1.id
---                 ->  Limit
---                       ->  Incremental Sort
---                             Sort Key: (lower(users_1.user_name)), users_1.id
---                             Presorted Key: (lower(users_1.user_name))
---                             ->  Index Scan using users_user_name_lower_key on users users_1
---           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
---                 Index Cond: (id = users_1.id)
+--   Limit
+--     ->  Incremental Sort
+--           Sort Key: (lower(user_name)), id
+--           Presorted Key: (lower(user_name))
+--           ->  Index Scan using users_user_name_lower_key on users
 
 -- GET /auth/users?filter[userName][CO]=ber-12345
 SELECT COUNT(*) AS "count"
@@ -108,19 +98,9 @@ SELECT COUNT(*) AS "count"
 
 SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
-  WHERE "users"."id" IN (SELECT "users"."id" AS "key"
-  FROM "users" "users"
   ORDER BY "users"."created" DESC, "users"."id" DESC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY "users"."created" DESC, "users"."id" DESC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: users.created DESC, users.id DESC
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: users_1.id
---                 ->  Limit
---                       ->  Index Only Scan Backward using users_created_idx on users users_1
---           ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
---                 Index Cond: (id = users_1.id)
+--   Limit
+--     ->  Index Scan Backward using users_created_idx on users

@@ -7,7 +7,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -33,7 +33,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -61,7 +61,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: (status = 'running'::text)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -91,7 +91,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: (status = ANY ('{pending,running}'::text[]))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -123,7 +123,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Scan using job_executions_created_idx on job_executions e
 --           Index Cond: (created > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -159,7 +159,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Bitmap Index Scan on job_executions_modified_idx
 --                 Index Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -181,22 +181,15 @@ SELECT "execution".*
 --                       Index Cond: (id = e.node_id)
 
 -- GET /cluster/executions?filter[nodeId][EQ]=<a node>
-SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
- 
-  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE execution."nodeId" = $1;
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_node_counts" "counts"
+  WHERE counts.node_id = $1;
 -- parameters: ["<id>"]
---   Finalize Aggregate
---     ->  Gather
---           Workers Planned: 2
---           ->  Partial Aggregate
---                 ->  Parallel Index Only Scan using job_executions_node_created_idx on job_executions e
---                       Index Cond: (node_id = '<id>'::uuid)
+--   Aggregate
+--     ->  Index Only Scan using job_execution_node_counts_key_idx on job_execution_node_counts counts
+--           Index Cond: (node_id = '<id>'::uuid)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -229,7 +222,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Scan using job_executions_job_status_idx on job_executions e
 --           Index Cond: (job_id = '<id>'::uuid)
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -256,7 +249,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on job_execution_counts counts
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -296,7 +289,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -326,7 +319,7 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on job_execution_counts counts
 --           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
 
-SELECT "execution".*
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -351,3 +344,53 @@ SELECT "execution".*
 --                                   Index Cond: (status = 'running'::text)
 --                 ->  Hash
 --                       ->  Seq Scan on cluster_nodes n
+
+-- GET /cluster/executions (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
+SELECT COUNT(*) + (SELECT COUNT(*)
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE execution."ownerId" = $1 AND NOT coalesce((execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5))), false)) AS "count"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE (execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5)));
+-- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+--   Aggregate
+--     InitPlan 1 (returns $0)
+--       ->  Aggregate
+--             ->  Bitmap Heap Scan on job_executions e_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on job_executions_owner_created_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Bitmap Heap Scan on job_executions e
+--           Recheck Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
+--           ->  Bitmap Index Scan on job_executions_namespace_created_idx
+--                 Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE ((execution."namespaceId" = ANY($1) AND NOT ((coalesce(execution."namespaceId" = $2, false) AND (CAST($3 AS text) || CAST(execution."jobId" AS text)) ~ $4))) OR execution."ownerId" = $5)
+  ORDER BY execution."creationTime" DESC, execution."id" DESC
+  LIMIT 100
+  OFFSET 0;
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
+--   Limit
+--     ->  Nested Loop Left Join
+--           ->  Index Scan Backward using job_executions_created_idx on job_executions e
+--                 Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
+--           ->  Memoize
+--                 Cache Key: e.node_id
+--                 Cache Mode: logical
+--                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
+--                       Index Cond: (id = e.node_id)

@@ -7,24 +7,20 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: job.submit_time DESC, job.id DESC
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: job_1.id
---                 ->  Limit
---                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
---           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---                 Index Cond: (id = job_1.id)
+--   Limit
+--     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?page[limit]=1000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -33,24 +29,20 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 1000
-  OFFSET 0)
-  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: job.submit_time DESC, job.id DESC
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: job_1.id
---                 ->  Limit
---                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
---           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---                 Index Cond: (id = job_1.id)
+--   Limit
+--     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[status][EQ]=running
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -61,7 +53,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: (status = 'running'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -81,6 +75,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Index Cond: (status = 'running'::text)
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[status][IN]=pending,running
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -91,7 +89,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: (status = ANY ('{pending,running}'::text[]))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -113,6 +113,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                                   Index Cond: (status = ANY ('{pending,running}'::text[]))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[name][ST]=bulk-123
 SELECT COUNT(*) AS "count"
@@ -124,7 +128,9 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
 --           Filter: (((lower(name)))::text ~~ 'bulk-123%'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -147,6 +153,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                                   Filter: ((lower(name))::text ~~ 'bulk-123%'::text)
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[name][CO]=150000
 SELECT COUNT(*) AS "count"
@@ -159,7 +169,9 @@ SELECT COUNT(*) AS "count"
 --           ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
 --                 Index Cond: (name ~~* '%150000%'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -183,6 +195,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                                         Index Cond: (name ~~* '%150000%'::text)
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[submitTime][GT]=<last day>
 SELECT COUNT(*) AS "count"
@@ -193,7 +209,9 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -213,6 +231,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[submitTime][LT]=<early>
 SELECT COUNT(*) AS "count"
@@ -223,7 +245,9 @@ SELECT COUNT(*) AS "count"
 --     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -243,6 +267,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?sort=name
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -251,24 +279,20 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: ((lower(job.name))::text) COLLATE "C", job.id
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: job_1.id
---                 ->  Limit
---                       ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
---           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---                 Index Cond: (id = job_1.id)
+--   Limit
+--     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?sort=-status
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -277,24 +301,20 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."status" DESC, "job"."id" DESC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY "job"."status" DESC, "job"."id" DESC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: job.status DESC, job.id DESC
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: job_1.id
---                 ->  Limit
---                       ->  Index Only Scan Backward using cluster_jobs_status_idx on cluster_jobs job_1
---           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---                 Index Cond: (id = job_1.id)
+--   Limit
+--     ->  Index Scan Backward using cluster_jobs_status_idx on cluster_jobs job
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?sort=type
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -303,24 +323,20 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."type" ASC, "job"."id" ASC
   LIMIT 100
-  OFFSET 0)
-  ORDER BY "job"."type" ASC, "job"."id" ASC;
+  OFFSET 0;
 -- parameters: []
---   Sort
---     Sort Key: job.type, job.id
---     ->  Nested Loop
---           ->  HashAggregate
---                 Group Key: job_1.id
---                 ->  Limit
---                       ->  Index Only Scan using cluster_jobs_type_idx on cluster_jobs job_1
---           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---                 Index Cond: (id = job_1.id)
+--   Limit
+--     ->  Index Scan using cluster_jobs_type_idx on cluster_jobs job
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?page[offset]=900000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -329,7 +345,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --   Aggregate
 --     ->  Seq Scan on cluster_job_counts counts
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -347,6 +365,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                       ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job_1
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[status][EQ]=dead&filter[type][EQ]=service&filter[submitTime][GT]=<last day>
 SELECT COUNT(*) AS "count"
@@ -363,7 +385,9 @@ SELECT COUNT(*) AS "count"
 --                 ->  Bitmap Index Scan on cluster_jobs_type_idx
 --                       Index Cond: (type = 'service'::text)
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -384,6 +408,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Filter: ((status = 'dead'::text) AND (type = 'service'::text))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -394,7 +422,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -414,6 +444,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[status][EQ]=running (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -424,7 +458,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -445,6 +481,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?filter[name][ST]=bulk-123 (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT COUNT(*) AS "count"
@@ -456,7 +496,9 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
 --           Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND (((lower(name)))::text ~~ 'bulk-123%'::text))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -479,6 +521,10 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                                   Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND ((lower(name))::text ~~ 'bulk-123%'::text))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
 
 -- GET /cluster/jobs?sort=name (a user narrowed to one namespace, who sees their own jobs anywhere)
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -489,7 +535,9 @@ SELECT coalesce(sum(counts.n), 0) AS "count"
 --     ->  Seq Scan on cluster_job_counts counts
 --           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
-SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", "job"."namespace_id" AS "namespaceId", "job"."owner_id" AS "ownerId", "job"."submit_time" AS "submitTime"
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" IN (SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -509,3 +557,53 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                             Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
 --                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)
+
+-- GET /cluster/jobs (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
+SELECT COUNT(*) + (SELECT COUNT(*)
+  FROM "cluster_jobs" "job"
+  WHERE "job"."owner_id" = $1 AND NOT coalesce(("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5))), false)) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE ("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5)));
+-- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+--   Aggregate
+--     InitPlan 1 (returns $0)
+--       ->  Aggregate
+--             ->  Bitmap Heap Scan on cluster_jobs job_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on cluster_jobs_owner_submit_time_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Index Only Scan using cluster_jobs_namespace_submit_time_idx on cluster_jobs job
+--           Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
+
+SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
+  FROM job_executions e
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."id" IN (SELECT "job"."id" AS "key"
+  FROM "cluster_jobs" "job"
+  WHERE (("job"."namespace_id" = ANY($1) AND NOT ((coalesce("job"."namespace_id" = $2, false) AND (CAST($3 AS text) || CAST("job"."id" AS text)) ~ $4))) OR "job"."owner_id" = $5)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC
+  LIMIT 100
+  OFFSET 0)
+  ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
+--   Sort
+--     Sort Key: job.submit_time DESC, job.id DESC
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: job_1.id
+--                 ->  Limit
+--                       ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
+--                             Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
+--           ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
+--                 Index Cond: (id = job_1.id)
+--           SubPlan 1
+--             ->  Aggregate
+--                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
+--                         Index Cond: (job_id = job.id)

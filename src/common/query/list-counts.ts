@@ -20,7 +20,7 @@ export class ListCounts {
 
   /** The counts tables of every list that declares one. */
   static tables(): string[] {
-    return [...new Set([...LIST_QUERIES].flatMap((spec) => (spec.counts ? [spec.counts.table] : [])))];
+    return [...new Set([...LIST_QUERIES].flatMap((spec) => (spec.counts ?? []).map((counts) => counts.table)))];
   }
 
   @Interval('list-counts-fold', FOLD_INTERVAL_MS)

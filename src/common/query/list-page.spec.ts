@@ -218,4 +218,11 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
     expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
     expect(sql[1]).toMatch(/^SELECT "item"\.\* FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/);
   });
+
+  it('selects only the columns its items need, and extra expressions, in the page but not in the count', async () => {
+    const { sql, qb } = capture();
+    await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}), { columns: ['name'], extra: { shown: 'upper(item."kind")' } });
+    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
+    expect(sql[1]).toMatch(/^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown" FROM \(SELECT .*\) "item" ORDER BY /);
+  });
 });

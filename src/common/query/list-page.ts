@@ -71,20 +71,33 @@ export function whereFilters<Q extends WhereExpressionBuilder>(qb: Q, filters: r
 /**
  * Selects each column of the builder's entity under its property name (or those `only` names); a
  * builder over a derived table (`from('(SELECT ...)', alias)`) names its columns itself, so all of
- * them are taken.
+ * them are taken (or those `only` names). `extra` expressions are selected too, under their names.
  */
-function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>, only?: readonly string[]): void {
+function selectRowColumns(qb: SelectQueryBuilder<ObjectLiteral>, only?: readonly string[], extra: Readonly<Record<string, string>> = {}): void {
   const alias = qb.expressionMap.mainAlias;
+  // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
+  const column = (name: string) => `${qb.escape(qb.alias)}.${qb.escape(name)}`;
   if (!alias?.hasMetadata) {
-    qb.select(`${qb.escape(qb.alias)}.*`);
-    return;
+    qb.select(only ? [] : [`${qb.escape(qb.alias)}.*`]);
+    for (const name of only ?? []) qb.addSelect(column(name), name);
+  } else {
+    qb.select([]);
+    for (const entityColumn of alias.metadata.columns.filter((candidate) => !only || only.includes(candidate.propertyName))) {
+      if (entityColumn.transformer)
+        throw new Error(`Lists return raw rows: ${entityColumn.entityMetadata.name}.${entityColumn.propertyName} has a transformer`);
+      qb.addSelect(column(entityColumn.databaseName), entityColumn.propertyName);
+    }
   }
-  qb.select([]);
-  for (const column of alias.metadata.columns.filter((candidate) => !only || only.includes(candidate.propertyName))) {
-    if (column.transformer) throw new Error(`Lists return raw rows: ${column.entityMetadata.name}.${column.propertyName} has a transformer`);
-    // Escaped expressions, so that TypeORM takes them as SQL rather than as entity paths to expand.
-    qb.addSelect(`${qb.escape(qb.alias)}.${qb.escape(column.databaseName)}`, column.propertyName);
-  }
+  for (const [name, expression] of Object.entries(extra)) qb.addSelect(expression, name);
+}
+
+/**
+ * The SQL of a `timestamptz` as `Date.prototype.toISOString` writes it (UTC, to the millisecond,
+ * which is all the hub's `timestamp(3)` columns hold). A list reads the times its items show so:
+ * a Date parsed from each row and formatted again cost the hub 3 µs a time.
+ */
+export function isoTime(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
 
 /** Offsets from which a page is read by its keys alone, and from the nearer end of the list. */
@@ -104,19 +117,33 @@ function run<R>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: 
   return qb.connection.query<R>(sql, parameters);
 }
 
-/** Who a list is narrowed for: the namespaces of their access and, when they see their own items anywhere, their id. */
+/**
+ * Who a list is narrowed for, and where its rows say what narrows them: the namespaces of the
+ * caller's access (without the items a Deny hides) and, when they see their own items wherever
+ * these are, their id and the rows' owner column.
+ */
 export interface ListScope {
   readonly namespaces: NamespaceScope;
-  readonly ownerId?: string;
+  readonly columns: ScopeColumns;
+  readonly owner?: { readonly id: string; readonly column: string };
 }
 
 export interface PageOptions {
-  /** Counts kept for `total` (the list spec's `counts`), used when every filter is one they are kept by. */
-  readonly counts?: ListCounts;
-  /** The scope the builder is narrowed to, for the counts to be narrowed alike. */
+  /** Counts kept for `total` (the list spec's `counts`): the first by which every filter of a request is kept serves it. */
+  readonly counts?: readonly ListCounts[];
+  /** The caller's scope: the list narrows its rows to it (whereInScope, or whereInScopeOrOwned with an owner), and its counts alike. */
   readonly scope?: ListScope;
-  /** The properties of the entity its items need, when not all: large columns a list never shows cost time to read. */
+  /**
+   * The properties of the entity (or columns of the derived table) its items need, when not all:
+   * every column read costs time to parse in the hub, large ones most.
+   */
   readonly columns?: readonly string[];
+  /**
+   * What items show of other tables: SQL expressions over the list's alias (correlated subqueries),
+   * selected with the page's rows under these names; a list reads them in the statement of its page
+   * rather than in one more round trip after it. Never part of the count.
+   */
+  readonly extra?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -125,46 +152,85 @@ export interface PageOptions {
  * as plain SQL: executing through the builder (getMany, even getRawMany) cost more CPU than all the
  * rest of a list request in the hub's own code. Items are rows with each column under its property
  * name, not entity instances, as mappers only read properties (so column transformers are not
- * applied: list entities have none). Both run on pooled connections, outside any transaction.
+ * applied: list entities have none); `R` names what they hold when `columns` or `extra` make them
+ * other than the entity. Both run on pooled connections, outside any transaction.
  *
  * `total` comes from kept counts when `options.counts` serves the request, else from counting the
- * matching rows (through the indexes the list declares). A page of a table, and any page from
- * DEEP_OFFSET on, is read by its keys first (an index-only scan where the sort's index holds the
+ * matching rows (through the indexes the list declares). A filtered page of a table, and any page
+ * from DEEP_OFFSET on, is read by its keys first (an index-only scan where the sort's index holds the
  * filtered columns); a deep one from whichever end of the list is nearer, which `total` tells.
  */
-export async function fetchListPage<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, options: PageOptions = {}): Promise<ListPage<T>> {
+export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLiteral = T>(
+  qb: SelectQueryBuilder<T>,
+  query: ListQuery,
+  options: PageOptions = {},
+): Promise<ListPage<R>> {
+  const scope = options.scope;
+  // A caller who sees their own items and some of whose items a Deny hides is counted from the rows before the scope (countMatching).
+  const unscoped = scope?.owner && hidesItems(scope) ? whereFilters(qb.clone(), query.filters) : undefined;
+  if (scope) narrow(qb, scope, scope.columns);
   whereFilters(qb, query.filters);
-  // A table's page is found by its keys first: an index-only scan when the sort's index holds the filtered columns.
-  const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0;
+  // A filtered page of a table is found by its keys first: an index-only scan when the sort's index
+  // holds the filtered columns. An unfiltered one is read along the sort's index directly: by keys,
+  // each row would be found again through the primary key and the page sorted twice (10 ms of SQL
+  // against 3.5 for 1,000 jobs).
+  const byKeys = qb.expressionMap.mainAlias?.hasMetadata === true && qb.expressionMap.joinAttributes.length === 0 && qb.expressionMap.wheres.length > 0;
   if (query.offset < DEEP_OFFSET) {
     const [totalCount, items] = await Promise.all([
-      countMatching(qb, query, options),
-      byKeys ? selectByKeys(qb, query, options.columns) : selectSorted(qb, query, true, options.columns),
+      countMatching(qb, query, options, unscoped),
+      byKeys ? selectByKeys<R>(qb, query, options) : selectSorted<R>(qb, query, true, options),
     ]);
     return { items, totalCount };
   }
-  const totalCount = await countMatching(qb, query, options);
-  return { items: query.offset >= totalCount ? [] : await selectByKeys(qb, query, options.columns, totalCount), totalCount };
+  const totalCount = await countMatching(qb, query, options, unscoped);
+  return { items: query.offset >= totalCount ? [] : await selectByKeys<R>(qb, query, options, totalCount), totalCount };
 }
 
-/** The number of items matching a list query: summed from kept counts when they serve it, else counted. */
-async function countMatching(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions): Promise<number> {
-  const counts = options.counts;
-  // Counts are kept by namespace and owner, not by item: a caller some of whose items a Deny hides is counted row by row.
-  const hidesItems = (options.scope?.namespaces.items?.hidden.length ?? 0) > 0;
-  const counted =
-    counts && !hidesItems && query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator));
+/** Whether a Deny hides some items of a scope: counts are kept by namespace and owner, not by item, so that its count is made row by row. */
+function hidesItems(scope: ListScope | undefined): boolean {
+  return (scope?.namespaces.items?.hidden.length ?? 0) > 0;
+}
+
+/** Narrows a builder to a list's scope, its namespace (and item) columns those of `columns`. */
+function narrow(qb: SelectQueryBuilder<ObjectLiteral>, scope: ListScope, columns: ScopeColumns, ownerColumn = scope.owner?.column): void {
+  if (scope.owner && ownerColumn) whereInScopeOrOwned(qb, columns, scope.namespaces, ownerColumn, scope.owner.id);
+  else whereInScope(qb, columns, scope.namespaces);
+}
+
+/**
+ * The number of items matching a list query: summed from kept counts when they serve it, else
+ * counted. A caller who sees their own items, some of whose items a Deny hides, is counted in two
+ * disjoint parts, `unscoped` (the filtered rows) narrowed to each: what their scope leaves them,
+ * and what they own besides. As one condition (scope OR owner), PostgreSQL counts through a bitmap
+ * of two indexes and reads every row it finds from the table; as two, each part is counted in an
+ * index alone where one holds its columns (jobs unfiltered: 3 times faster at 50,000 in the scope).
+ */
+async function countMatching(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  options: PageOptions,
+  unscoped?: SelectQueryBuilder<ObjectLiteral>,
+): Promise<number> {
+  const scope = options.scope;
+  const counted = hidesItems(scope)
+    ? undefined
+    : options.counts?.find((counts) =>
+        query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator)),
+      );
+  // What the scope leaves the caller (the items a Deny hides aside), for a count in two parts.
+  const visible = unscoped && scope?.owner ? scopeCondition(scope.columns, scope.namespaces) : undefined;
   let count: SelectQueryBuilder<ObjectLiteral>;
   if (counted) {
-    count = qb.connection.createQueryBuilder().from(counts.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
-    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counts.filters[condition.field]}` } }));
+    count = qb.connection.createQueryBuilder().from(counted.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
+    const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counted.filters[condition.field]}` } }));
     whereFilters(count, columns);
-    const scope = options.scope;
-    if (scope) {
-      const columns = { namespace: `counts.${counts.namespace}` };
-      if (scope.ownerId === undefined) whereInScope(count, columns, scope.namespaces);
-      else whereInScopeOrOwned(count, columns, scope.namespaces, `counts.${counts.owner}`, scope.ownerId);
-    }
+    if (scope) narrow(count, scope, { namespace: `counts.${counted.namespace}` }, `counts.${counted.owner}`);
+  } else if (visible && unscoped && scope?.owner) {
+    const owned = unscoped
+      .clone()
+      .select('COUNT(*)')
+      .andWhere(`${scope.owner.column} = :scopeOwner AND NOT coalesce(${visible.sql}, false)`, { ...visible.parameters, scopeOwner: scope.owner.id });
+    count = unscoped.clone().andWhere(visible.sql, visible.parameters).select(`COUNT(*) + (${owned.getQuery()})`, 'count').setParameters(owned.getParameters());
   } else {
     count = qb.clone().select('COUNT(*)', 'count');
   }
@@ -183,7 +249,7 @@ function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, revers
  * A page by its keys, then its rows by key, in the query's order. Given `total`, a page past the
  * middle of the list is read from its end, in the reverse order, at `total - offset - limit`.
  */
-function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, columns?: readonly string[], total?: number): Promise<T[]> {
+function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, total?: number): Promise<R[]> {
   const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
@@ -192,15 +258,15 @@ function selectByKeys<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query:
   const rows = qb.clone();
   rows.expressionMap.wheres = [];
   rows.where(`${query.sort.tieBreaker} IN (${keys.getQuery()})`, keys.getParameters());
-  selectRowColumns(rows, columns);
+  selectRowColumns(rows, options.columns, options.extra);
   orderBy(rows, query, false);
   const [sql, parameters] = rows.getQueryAndParameters();
-  return run<T[]>(qb, sql, parameters);
+  return run<R[]>(qb, sql, parameters);
 }
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
 export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  return selectSorted(whereFilters(qb, query.filters), query, false);
+  return selectSorted<T>(whereFilters(qb, query.filters), query, false);
 }
 
 /**
@@ -208,16 +274,16 @@ export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>
  * of matching rows, in the query's sort order.
  */
 export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  return selectSorted(whereFilters(qb, query.filters), query, true);
+  return selectSorted<T>(whereFilters(qb, query.filters), query, true);
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
-function selectSorted<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery, paged: boolean, columns?: readonly string[]): Promise<T[]> {
-  selectRowColumns(qb, columns);
+function selectSorted<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, paged: boolean, options: PageOptions = {}): Promise<R[]> {
+  selectRowColumns(qb, options.columns, options.extra);
   orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   const [sql, parameters] = qb.getQueryAndParameters();
-  return run<T[]>(qb, sql, parameters);
+  return run<R[]>(qb, sql, parameters);
 }
 
 /**

@@ -99,8 +99,11 @@ export interface ListQuerySpec {
   readonly indexes?: ListIndexes;
   /** Why the list stays small (a few hundred items at most), so that it needs no declared indexes. */
   readonly small?: string;
-  /** Counts kept for `total`, when counting rows would cost too much. */
-  readonly counts?: ListCounts;
+  /**
+   * Counts kept for `total`, when counting rows would cost too much: the first table whose
+   * filters are all a request has serves it (so the smallest first).
+   */
+  readonly counts?: readonly ListCounts[];
 }
 
 export type FilterValue = string | boolean | readonly string[];
