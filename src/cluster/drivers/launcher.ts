@@ -15,24 +15,26 @@ import { PRIVILEGED_ENV } from './host-tools.js';
  * setpriv and theirs), one a line. The monitor (`$1`) is started in the execution's working
  * directory as the leader of a session of its own, its output appended to the execution's logs;
  * it runs the isolation, which runs the task's init (`$2`) with the files that hold the task's
- * environment and command (`$3`, `$4`, in the execution's directory) and the id. The
- * launcher answers on descriptor 3 with `spawned <id> <pid>` (or, from the launch, `failed <id>`),
- * where the launch later says `started <id>` and `ended <id>`. `jobs` reaps the monitors that
- * ended since the last request, so that none stays a zombie for long; they outlive the launcher.
+ * environment and command (`$3`, `$4`, in the execution's directory) and the id. The launcher
+ * answers on descriptor 3 with `spawned <id> <pid>`, or `failed <id>` when it cannot enter the
+ * working directory; the launch later says `started <id>` and `ended <id>` there. `jobs` reaps
+ * the monitors that ended since the last request, so that none stays a zombie for long; they
+ * outlive the launcher.
  */
 const LAUNCHER = [
   'monitor=$1 task_init=$2 environment_file=$3 command_file=$4',
   'umask 077',
+  // The monitor, with the isolation's arguments; run in the background, it is the child whose pid the launcher reports.
+  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id"; }',
   'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r count; do',
   '  jobs >/dev/null',
   '  set --',
   '  while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done',
-  '  (',
-  `    cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&3; exit 1; }`,
-  '    exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id" \\',
-  '      </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr"',
-  '  ) &',
+  // Entered here, not in the child, so that a launch that cannot start is told before anything else of it.
+  `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&3; continue; }`,
+  '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" &',
   `  printf 'spawned %s %s\\n' "$id" "$!" >&3`,
+  '  cd /',
   'done',
 ].join('\n');
 
@@ -184,8 +186,11 @@ export class Launcher {
         if (pending) pending.started = undefined;
         break;
       case 'ended':
+        // The launcher's `spawned` and the launch's `ended` are written by two processes: a short
+        // task's end may come first. The entry stays until the start lets go of it (forget), so
+        // that `spawned` still finds it.
         pending?.started?.();
-        this.pending.delete(executionId);
+        if (pending) pending.started = undefined;
         this.ended(executionId);
         break;
       default:

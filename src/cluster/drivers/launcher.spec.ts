@@ -1,0 +1,47 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { systemProgram } from './host-tools.js';
+import { Launcher } from './launcher.js';
+
+describe('the launcher', () => {
+  const root = mkdtempSync(join(tmpdir(), 'hub-launcher-'));
+  const programs = { sh: 'sh', setsid: 'setsid', mv: 'mv', rm: 'rm' };
+  for (const name of Object.keys(programs) as (keyof typeof programs)[]) programs[name] = systemProgram(name) as string;
+  const ended: string[] = [];
+  // A monitor that only waits a little: what the launcher itself says is under test.
+  const launcher = new Launcher(programs, { monitor: 'sleep 0.2', taskInit: ':', environmentFile: 'environment', commandFile: 'command' }, (id) =>
+    ended.push(id),
+  );
+  const heard = (line: string) => (launcher as unknown as { heard(line: string): void }).heard(line);
+  const request = (executionId: string) => {
+    const executionDir = join(root, executionId);
+    mkdirSync(join(executionDir, 'work'), { recursive: true });
+    mkdirSync(join(executionDir, 'logs'));
+    return { executionId, executionDir, exitFile: join(executionDir, 'exit-code'), cgroups: [], isolation: [] };
+  };
+  afterAll(() => {
+    launcher.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('answers a launch with its monitor’s pid, even when the launch says it ended before the launcher said it spawned it', async () => {
+    const started = launcher.started('quick');
+    const spawned = launcher.spawn(request('quick'));
+    // Two processes write to the pipe: a short task's end can come first.
+    heard('ended quick');
+    const pid = await spawned;
+    await started;
+    expect([Number.isInteger(pid) && pid > 0, ended]).toEqual([true, ['quick']]);
+    launcher.forget('quick');
+  });
+
+  it('fails a launch whose working directory cannot be entered', async () => {
+    await expect(launcher.spawn({ ...request('gone'), executionDir: join(root, 'none') })).rejects.toThrow('could not be entered');
+  });
+
+  it('refuses a request line that holds a line break', async () => {
+    await expect(launcher.spawn({ ...request('broken'), isolation: ['a\nb'] })).rejects.toThrow('line break');
+  });
+});
