@@ -12,6 +12,7 @@ import { ClusterJobPath1795354000000 } from './1795354000000-ClusterJobPath.js';
 import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
 import { ExecutionCountsByNode1795356000000 } from './1795356000000-ExecutionCountsByNode.js';
 import { SubmissionCaches1795358000000 } from './1795358000000-SubmissionCaches.js';
+import { PreparedLaunches1795360000000 } from './1795360000000-PreparedLaunches.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -28,4 +29,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   ListsAtScale1795355000000,
   ExecutionCountsByNode1795356000000,
   SubmissionCaches1795358000000,
+  PreparedLaunches1795360000000,
 ];

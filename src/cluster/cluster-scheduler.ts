@@ -20,7 +20,7 @@ import {
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
 import { HubPresence } from './hub-presence.js';
-import { CLUSTER_DRIVER, type ClusterDriver, type Outcome, type Tracked } from './drivers/cluster-driver.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 
@@ -44,6 +44,31 @@ function factsOf(node: NodeRoom): NodeFacts {
   return { name: node.name, os: node.os, labels: node.labels, attributes: { ...node.attributes, os: node.os } };
 }
 
+/** Line order: higher priority first, then the older, then by id (as the placement round reads the line). */
+function ahead(a: { priority: number; created: Date; id: string }, b: { priority: number; created: Date; id: string }): number {
+  return b.priority - a.priority || new Date(a.created).getTime() - new Date(b.created).getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/** A launch this hub prepared for one of the next in line: it waits at its gate for a slot on its node. */
+interface PreparedLaunch {
+  readonly execution: ClaimedExecution;
+  readonly nodeName: string;
+  /** The driver's reference once the launch waits at its gate; undefined when it could not be prepared (it is then recorded failed). */
+  readonly ready: Promise<string | undefined>;
+}
+
+/**
+ * A placement round's decision, and what it takes out of this hub's prepared launches: those given
+ * a slot (`released`), and those put back in line behind one ahead of them (`displaced`).
+ */
+interface Decision extends Placement {
+  readonly excluded: Map<string, string[]>;
+  readonly released: PreparedLaunch[];
+  readonly displaced: PreparedLaunch[];
+  /** Every node of this hub full once it is done: the worst priority among its prepared launches (Infinity when it prepares none). */
+  readonly fullBelow?: number;
+}
+
 /** Whether an event says what the last one said (a placement that keeps failing is one event, not one per tick). */
 function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean {
   return last?.type === event.type && last.message === event.message;
@@ -55,7 +80,10 @@ function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean 
  * hubs through the database), a process's end settles it and refills its CPU at once. A placement
  * round is one transaction that claims executions with row locks other hubs skip, under a lock per
  * node so that hubs sharing a node never fill more than its CPUs; the claiming hub alone starts,
- * follows and settles an execution. A hub that dies leaves its executions to a live hub sharing
+ * follows and settles an execution. Where the driver prepares launches, the next in line are
+ * claimed `prepared` while the node is full and launched up to their gate; the end of an
+ * execution this hub started hands its CPUs to the first of them at once (one statement, then a
+ * write to its gate), before its end is even recorded. A hub that dies leaves its executions to a live hub sharing
  * their node (see {@link HubPresence}), or to its own return. A tick each second is the safety
  * net, a queueing cluster's poll, and where nodes are synced and dead hubs' work adopted.
  */
@@ -71,6 +99,20 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private followDue = false;
   /** Starts under way, awaited at shutdown. */
   private readonly starting = new Set<Promise<void>>();
+  /** This hub's prepared launches on each node, in line order. */
+  private readonly prepared = new Map<string, PreparedLaunch[]>();
+  /** The node and CPUs of each execution this hub started and has not seen end, whose end may hand them on. */
+  private readonly followed = new Map<string, { readonly nodeId: string; readonly cpu: number }>();
+  /** An ended execution's CPUs being handed to a prepared launch: its end is recorded once they are. */
+  private readonly handoffs = new Map<string, Promise<boolean>>();
+  /**
+   * Set by the last round when it left every node full: a new submission of no better priority
+   * than this (the worst of those prepared) can neither start nor be prepared now, so it waits for
+   * the next round without one of its own, while this hub's prepared launches are at least half
+   * as many as it may keep (below that, rounds prepare more). Whatever frees CPUs runs a round,
+   * which says again.
+   */
+  private fullBelow?: number;
   private stopped = false;
   private readonly logger: Logger;
 
@@ -84,7 +126,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     logger: HubLogger,
   ) {
     this.logger = logger.for('cluster');
-    driver.onChange(() => this.wake(true));
+    driver.onChange((executionId) => {
+      if (executionId) this.heardEnd(executionId);
+      this.wake(true);
+    });
     changes.subscribe(QUEUE_NOTICE, (change) => {
       if (change === 'reset') this.wake(true);
       if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
@@ -128,8 +173,24 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.stopped = true;
     await this.running;
     await Promise.all(this.starting);
+    // What this hub prepared goes back in line for the hubs that stay (or for its return).
+    const prepared = [...this.prepared.values()].flat();
+    this.prepared.clear();
+    await Promise.all(prepared.map((launch) => this.letGo(launch)));
     await this.driver.close?.();
     await this.presence?.release();
+  }
+
+  /** Places a new submission now, unless it could go nowhere (see `fullBelow`). */
+  submitted(priority: number): void {
+    if (this.fullBelow !== undefined && priority <= this.fullBelow && !this.preparedRunLow()) return;
+    this.wake();
+  }
+
+  /** Whether this hub keeps fewer prepared launches on a node than half of what it may (then a round prepares more). */
+  private preparedRunLow(): boolean {
+    const half = Math.ceil((this.driver.preparesPerNode ?? 0) / 2);
+    return half > 0 && [...this.ownNodeIds].some((nodeId) => (this.prepared.get(nodeId)?.length ?? 0) < half);
   }
 
   /**
@@ -165,15 +226,26 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     for (const execution of await this.cluster.unfinishedOf(job.id)) {
       // As the locked row has it: the execution may have started since the list was read.
       let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
+      let preparedBy: number | undefined;
       let ended = false;
       await this.cluster.updateExecution(execution.id, (current) => {
         if (current.status !== 'pending' && current.status !== 'running') return false;
         if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
+        else if (current.prepared && current.hub !== null) preparedBy = current.hub;
         this.end(current.taskState, current, 'failed', null, taskEvent('Killed', reason));
         ended = true;
         return true;
       });
-      if (ended) this.metrics.ended('stopped');
+      if (ended) {
+        this.metrics.ended('stopped');
+        // Its CPUs (or its place among those prepared) are free now.
+        this.wake();
+      }
+      this.followed.delete(execution.id);
+      // A prepared launch is let go of by the hub that prepared it.
+      if (preparedBy === this.presence?.hub) await this.dropPrepared(execution.id);
+      else if (preparedBy !== undefined)
+        await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: execution.id })]);
       if (!target) continue;
       const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
       // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
@@ -204,7 +276,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.followDue = false;
       this.placeDue = false;
       try {
-        if (follow && (await this.follow())) place = true;
+        // A round when CPUs were freed (not handed to a prepared launch), or to prepare more.
+        if (follow && ((await this.follow()) || this.preparedRunLow())) place = true;
         while (place && !this.stopped && (await this.placeRound()));
       } catch (error) {
         this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next event or tick');
@@ -238,33 +311,70 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** One placement round; whether it changed anything (then the next may find more to do). */
   private async placeRound(): Promise<boolean> {
     if (this.ownNodeIds.size === 0) return false;
-    let placement: Placement & { excluded: Map<string, string[]> } = { claims: [], notes: [], excluded: new Map() };
-    const claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, (pending, nodes) => {
-      placement = this.decide(pending, nodes);
-      return placement;
-    });
-    const nodeNames = new Map([...this.ownNodes].map(([name, id]) => [id, name]));
-    for (const execution of claimed) {
-      const excluded = placement.excluded.get(execution.id) ?? [];
-      const started = this.start(execution, nodeNames.get(execution.nodeId) as string, excluded).finally(() => this.starting.delete(started));
-      this.starting.add(started);
+    let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [] };
+    let claimed: ClaimedExecution[];
+    try {
+      claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, (pending, nodes) => {
+        placement = this.decide(pending, nodes);
+        return placement;
+      });
+    } catch (error) {
+      // Nothing of the round was written: what it took out of line goes back.
+      for (const launch of [...placement.released, ...placement.displaced]) this.keepPrepared(launch);
+      throw error;
     }
+    const nodeNames = new Map([...this.ownNodes].map(([name, id]) => [id, name]));
+    const released = new Map(placement.released.map((launch) => [launch.execution.id, launch]));
+    for (const execution of claimed) {
+      const launch = released.get(execution.id);
+      released.delete(execution.id);
+      const nodeName = nodeNames.get(execution.nodeId) as string;
+      const excluded = placement.excluded.get(execution.id) ?? [];
+      if (launch) this.track(this.release(launch));
+      else if (execution.prepared) this.keepPrepared(this.prepare(execution, nodeName, excluded));
+      else this.track(this.start(execution, nodeName, excluded));
+    }
+    // Given a slot but stopped meanwhile, or put back behind a better one: let go of.
+    for (const launch of [...released.values(), ...placement.displaced]) this.track(this.letGo(launch));
+    this.fullBelow = placement.fullBelow;
     return placement.claims.length > 0 || placement.notes.length > 0;
   }
 
+  /** Keeps a promise of work under way until it settles, for the shutdown to await. */
+  private track(work: Promise<void>): void {
+    const tracked = work.finally(() => this.starting.delete(tracked));
+    this.starting.add(tracked);
+  }
+
   /**
-   * Which executions in line go to which node (a free CPU on one that meets the constraints), and
-   * why the others wait; for each claim, the nodes of this hub it must not run on (a queueing
-   * cluster places it itself).
+   * Which executions in line go to which node (a free CPU on one that meets the constraints, or,
+   * with none free, a prepared launch there while the driver keeps fewer than it may, or in place
+   * of one behind them in line), and why the others wait; for each claim, the nodes of this hub it
+   * must not run on (a queueing cluster places it itself). This hub's prepared launches take the
+   * free CPUs first. What it takes out of the prepared lists is out of them from now on.
    */
-  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[]): Placement & { excluded: Map<string, string[]> } {
-    const claims: { id: string; nodeId: string }[] = [];
+  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[]): Decision {
+    const claims: { id: string; nodeId: string; prepared: boolean; event?: TaskEvent }[] = [];
     const excluded = new Map<string, string[]>();
     const notes: { id: string; event: TaskEvent }[] = [];
+    const released: PreparedLaunch[] = [];
+    const displaced: PreparedLaunch[] = [];
     const used = new Map(nodes.map((node) => [node.id, node.used]));
+    const room = (node: NodeRoom, cpu: number) => (used.get(node.id) as number) + cpu <= node.cpu;
     const note = (execution: PendingExecution, event: TaskEvent) => {
       if (!repeats(execution.lastEvent, event)) notes.push({ id: execution.id, event });
     };
+    for (const node of nodes) {
+      const launches = this.prepared.get(node.id) ?? [];
+      while (launches.length > 0 && room(node, launches[0].execution.reservedCpu)) {
+        const launch = launches.shift() as PreparedLaunch;
+        used.set(node.id, (used.get(node.id) as number) + launch.execution.reservedCpu);
+        claims.push({ id: launch.execution.id, nodeId: node.id, prepared: false });
+        released.push(launch);
+      }
+    }
+    const preparing = new Map<string, number>();
+    const mayPrepare = (node: NodeRoom) => (this.prepared.get(node.id)?.length ?? 0) + (preparing.get(node.id) ?? 0) < (this.driver.preparesPerNode ?? 0);
     for (const execution of pending) {
       const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints));
       if (fitting.length === 0) {
@@ -274,20 +384,40 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         continue;
       }
       // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
-      const node = this.driver.queues ? fitting[0] : fitting.find((candidate) => (used.get(candidate.id) as number) + execution.reservedCpu <= candidate.cpu);
+      let node = this.driver.queues ? fitting[0] : fitting.find((candidate) => room(candidate, execution.reservedCpu));
+      let prepared = false;
+      if (!node && (this.driver.preparesPerNode ?? 0) > 0) {
+        node = fitting.find(mayPrepare);
+        // Those prepared are the first in line: one ahead of the last of them takes its place.
+        node ??= fitting.find((candidate) => {
+          const last = this.prepared.get(candidate.id)?.at(-1);
+          return last !== undefined && ahead(execution, last.execution) < 0;
+        });
+        if (node && !mayPrepare(node)) displaced.push(this.prepared.get(node.id)?.pop() as PreparedLaunch);
+        prepared = node !== undefined;
+      }
       if (!node) {
         note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
         continue;
       }
-      used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
-      claims.push({ id: execution.id, nodeId: node.id });
+      if (prepared) preparing.set(node.id, (preparing.get(node.id) ?? 0) + 1);
+      else used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
+      claims.push({
+        id: execution.id,
+        nodeId: node.id,
+        prepared,
+        ...(prepared && { event: taskEvent('Queued', `Waiting for a free CPU on ${node.name}, its launch prepared`) }),
+      });
       const fittingNames = new Set(fitting.map((candidate) => candidate.name));
       excluded.set(
         execution.id,
         [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
       );
     }
-    return { claims, notes, excluded };
+    const capacity = this.driver.preparesPerNode ?? 0;
+    const full = !this.driver.queues && nodes.length > 0 && nodes.every((node) => !room(node, 1));
+    const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
+    return { claims, notes, excluded, released, displaced, ...(full && { fullBelow: Math.min(...worst) }) };
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {
@@ -296,9 +426,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
-  /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
-  private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
+  /** What the driver needs to launch a claimed execution on a node. */
+  private launchOf(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Launch {
     const { task } = execution;
+    if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
     const inherited = Object.fromEntries(
       INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
     );
@@ -311,48 +442,156 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       HUB_EXECUTION_ID: execution.id,
       HUB_TASK_NAME: task.name,
     };
-    const taskState = structuredClone(execution.taskState);
+    return {
+      executionId: execution.id,
+      nodeName,
+      command: task.command,
+      args: task.args,
+      env,
+      identity: task.identity,
+      limits: task.limits ?? {},
+      executionDir: execution.executionDir,
+      cpu: execution.reservedCpu,
+      memory: execution.reservedMemory,
+      constraints: task.constraints,
+      excludedNodes,
+    };
+  }
+
+  /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
+  private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
     let driverRef: string;
+    if (!this.driver.queues) this.follows(execution);
     try {
-      if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
-      driverRef = await this.driver.start({
-        executionId: execution.id,
-        nodeName,
-        command: task.command,
-        args: task.args,
-        env,
-        identity: task.identity,
-        limits: task.limits ?? {},
-        executionDir: execution.executionDir,
-        cpu: execution.reservedCpu,
-        memory: execution.reservedMemory,
-        constraints: task.constraints,
-        excludedNodes,
-      });
+      driverRef = await this.driver.start(this.launchOf(execution, nodeName, excludedNodes));
     } catch (error) {
-      this.metrics.driverFailed('start');
-      this.end(
-        taskState,
-        undefined,
-        'failed',
-        null,
-        taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${(error as Error).message}`),
-      );
-      if (
-        await this.cluster.transition(execution.id, 'pending', this.hub, {
-          status: 'failed',
-          nodeId: execution.nodeId,
-          driverRef: null,
-          exitCode: null,
-          taskState,
-        })
-      ) {
-        this.metrics.ended('failed');
-        this.wake();
+      this.followed.delete(execution.id);
+      return this.failedToStart(execution, error as Error);
+    }
+    await this.recordStart(execution, nodeName, driverRef);
+  }
+
+  /** Prepares a launch claimed for the next in line; a launch that cannot be prepared fails its execution. */
+  private prepare(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): PreparedLaunch {
+    const ready = (async () => {
+      try {
+        return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(this.launchOf(execution, nodeName, excludedNodes));
+      } catch (error) {
+        this.takePrepared(execution.id);
+        await this.isolated(execution.id, () => this.failedToStart(execution, error as Error));
+        return undefined;
       }
+    })();
+    return { execution, nodeName, ready };
+  }
+
+  /** Starts a prepared launch's task in the slot it was given, and records it started. */
+  private async release(launch: PreparedLaunch): Promise<void> {
+    const { execution, nodeName } = launch;
+    const driverRef = await launch.ready;
+    if (driverRef === undefined) return;
+    this.follows(execution);
+    let startedAt: Date | undefined;
+    try {
+      startedAt = await (this.driver.release as NonNullable<ClusterDriver['release']>)(execution.id);
+    } catch (error) {
+      this.followed.delete(execution.id);
+      await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+      return this.failedToStart(execution, error as Error);
+    }
+    await this.recordStart(execution, nodeName, driverRef, startedAt);
+  }
+
+  /** Lets go of a prepared launch and puts its execution back in line (unless it was stopped meanwhile). */
+  private async letGo(launch: PreparedLaunch): Promise<void> {
+    if ((await launch.ready) === undefined) return;
+    await this.isolated(launch.execution.id, async () => {
+      await (this.driver.abandon as NonNullable<ClusterDriver['abandon']>)(launch.execution.id);
+      await this.cluster.requeue(this.hub, [launch.execution.id]);
+    });
+  }
+
+  /** Lets go of this hub's prepared launch of an execution that was stopped. */
+  private async dropPrepared(executionId: string): Promise<void> {
+    const launch = this.takePrepared(executionId);
+    if (launch && (await launch.ready) !== undefined) await (this.driver.abandon as NonNullable<ClusterDriver['abandon']>)(executionId);
+  }
+
+  /** Puts a prepared launch in its node's list, in line order. */
+  private keepPrepared(launch: PreparedLaunch): void {
+    const launches = this.prepared.get(launch.execution.nodeId) ?? [];
+    const at = launches.findIndex((other) => ahead(launch.execution, other.execution) < 0);
+    launches.splice(at < 0 ? launches.length : at, 0, launch);
+    this.prepared.set(launch.execution.nodeId, launches);
+  }
+
+  /** Takes a prepared launch out of its node's list. */
+  private takePrepared(executionId: string): PreparedLaunch | undefined {
+    for (const launches of this.prepared.values()) {
+      const at = launches.findIndex((launch) => launch.execution.id === executionId);
+      if (at >= 0) return launches.splice(at, 1)[0];
+    }
+    return undefined;
+  }
+
+  /**
+   * An execution's launch said it ended. One this hub started hands its CPUs to the first launch
+   * prepared on its node, at once; a prepared launch that ended before its slot (its launch
+   * failed) is recorded started, as any launch is, and its end settled with the others.
+   */
+  private heardEnd(executionId: string): void {
+    const early = this.takePrepared(executionId);
+    if (early) {
+      this.track(early.ready.then((driverRef) => (driverRef === undefined ? undefined : this.recordStart(early.execution, early.nodeName, driverRef))));
       return;
     }
-    const startedAt = new Date();
+    const slot = this.followed.get(executionId);
+    this.followed.delete(executionId);
+    const next = slot && this.prepared.get(slot.nodeId)?.[0];
+    if (!slot || !next || next.execution.reservedCpu > slot.cpu || this.stopped) return;
+    this.prepared.get(slot.nodeId)?.shift();
+    const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id).catch((error: unknown) => {
+      this.logger.error({ err: error, executionId }, 'Could not hand an ended execution’s CPUs to a prepared launch');
+      return false;
+    });
+    this.handoffs.set(executionId, handedOver);
+    this.track(
+      handedOver.then(async (handed) => {
+        if (handed) return this.release(next);
+        // The ended one was stopped (its CPUs may be another's by now), or the prepared one: placement decides.
+        this.keepPrepared(next);
+        this.wake();
+      }),
+    );
+  }
+
+  /** Notes the CPUs of an execution whose task is about to start, from before it starts: a short task's end may come before its start is recorded. */
+  private follows(execution: ClaimedExecution): void {
+    this.followed.set(execution.id, { nodeId: execution.nodeId, cpu: execution.reservedCpu });
+  }
+
+  /** Records a launch that the driver could not start (or prepare, or release) failed, and places again. */
+  private async failedToStart(execution: ClaimedExecution, error: Error): Promise<void> {
+    this.metrics.driverFailed('start');
+    const taskState = structuredClone(execution.taskState);
+    this.end(taskState, undefined, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${error.message}`));
+    if (
+      await this.cluster.transition(execution.id, 'pending', this.hub, {
+        status: 'failed',
+        nodeId: execution.nodeId,
+        driverRef: null,
+        exitCode: null,
+        taskState,
+      })
+    ) {
+      this.metrics.ended('failed');
+      this.wake();
+    }
+  }
+
+  /** Records a launched execution started (or submitted; at `startedAt` when the driver knows), in one statement; one stopped meanwhile is killed again. */
+  private async recordStart(execution: ClaimedExecution, nodeName: string, driverRef: string, startedAt = new Date()): Promise<void> {
+    const taskState = structuredClone(execution.taskState);
     if (this.driver.queues) taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
     else this.markRunning(taskState, nodeName, startedAt);
     const status = this.driver.queues ? 'pending' : 'running';
@@ -364,17 +603,23 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       taskState,
     });
     // Stopped while it was being started: nothing will follow it, so it must not run on.
-    if (!recorded) await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
-    else if (status === 'running') {
+    if (!recorded) {
+      this.followed.delete(execution.id);
+      await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+    } else if (status === 'running') {
       this.metrics.started(nodeName, execution.created, startedAt);
       // A short task may have ended, and its end been looked for, before its start was recorded: look again.
       this.wake(true);
     }
   }
 
-  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed; whether any ended. */
+  /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed; whether any ended and freed its CPUs. */
   private async follow(): Promise<boolean> {
     const started = await this.cluster.started(this.hub);
+    // Those no longer this hub's to follow (stopped by another hub, or ended) hand nothing on.
+    const following = new Set(started.map((execution) => execution.id));
+    for (const id of this.followed.keys()) if (!following.has(id)) this.followed.delete(id);
+    for (const id of this.handoffs.keys()) if (!following.has(id)) this.handoffs.delete(id);
     if (started.length === 0) return false;
     let outcomes: Map<string, Outcome>;
     try {
@@ -385,15 +630,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.metrics.driverFailed('outcomes');
       throw error;
     }
-    let ended = false;
+    let freed = false;
     for (const execution of started)
       await this.isolated(execution.id, async () => {
-        if (await this.settle(execution, outcomes.get(execution.id))) ended = true;
+        if (await this.settle(execution, outcomes.get(execution.id))) freed = true;
       });
-    return ended;
+    return freed;
   }
 
-  /** Records what became of one started execution, if this hub still follows it and it is as it was read; whether it ended. */
+  /** Records what became of one started execution, if this hub still follows it and it is as it was read; whether it ended and freed its CPUs (not handed on). */
   private async settle(execution: StartedExecution, outcome: Outcome | undefined): Promise<boolean> {
     if (!outcome || outcome.state === 'queued' || (outcome.state === 'running' && execution.status === 'running')) return false;
     const taskState = structuredClone(execution.taskState);
@@ -420,6 +665,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       return false;
     }
     const exitCode = 'exitCode' in outcome ? outcome.exitCode : null;
+    // Its CPUs are recorded handed on before it is recorded ended, so that its node never looks emptier than it is.
+    const handed = (await this.handoffs.get(execution.id)) ?? false;
+    this.handoffs.delete(execution.id);
+    this.followed.delete(execution.id);
     this.end(taskState, undefined, outcome.state, exitCode, this.eventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
     const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
       status: outcome.state,
@@ -429,12 +678,13 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       taskState,
     });
     if (written) this.metrics.ended(outcome.state);
-    return written;
+    return written && !handed;
   }
 
   /** Kills, when this hub follows it, an execution another hub ended (a stop asked there). */
   private async stopFollowed(executionId: string): Promise<void> {
     try {
+      await this.dropPrepared(executionId);
       const target = await this.cluster.stopTarget(executionId);
       if (target?.driverRef && target.hub === this.presence?.hub)
         await this.stopQuietly({ executionId, driverRef: target.driverRef, executionDir: target.executionDir });

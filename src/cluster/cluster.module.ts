@@ -37,7 +37,8 @@ const DRIVER: Provider = {
     const cgroups = root ? ExecutionCgroups.detect() : undefined;
     if (root && !cgroups)
       logger.warn("No control groups can be made here: the execution profiles' maxProcesses and maxMemoryMiB are not enforced (maxRunSeconds is)");
-    return new LocalDriver({ labels: config.localNodeLabels, slots: config.localSlots ?? availableParallelism(), root, cgroups }, logger);
+    const slots = config.localSlots ?? availableParallelism();
+    return new LocalDriver({ labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? slots }, logger);
   },
 };
 

@@ -37,6 +37,9 @@ export interface PendingExecution {
   readonly executionDir: string;
   /** The last event of its task, to note a new one only when it says something else. */
   readonly lastEvent: TaskEvent | null;
+  /** Its place in line, after whether placement failed: higher priority first, then the older. */
+  readonly priority: number;
+  readonly created: Date;
 }
 
 /** An execution this hub has claimed for a node, with what starting it needs. */
@@ -49,8 +52,11 @@ export interface ClaimedExecution {
   readonly reservedCpu: number;
   readonly reservedMemory: number;
   readonly executionDir: string;
-  /** When it was submitted, for the start latency. */
+  /** When it was submitted, for the start latency and its place in line. */
   readonly created: Date;
+  readonly priority: number;
+  /** Claimed to have its launch prepared ahead of a slot, rather than to start now. */
+  readonly prepared: boolean;
 }
 
 /** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
@@ -58,9 +64,13 @@ export interface NodeRoom extends Pick<ClusterNode, 'id' | 'name' | 'os' | 'labe
   readonly used: number;
 }
 
-/** What one placement round decided: executions to claim for a node, and events to note on those that wait. */
+/**
+ * What one placement round decided: executions to claim for a node (to start now, or `prepared`
+ * to wait for a slot, with an event that says so; this hub's prepared ones given a slot are
+ * claimed again, not prepared), and events to note on those that wait.
+ */
 export interface Placement {
-  readonly claims: readonly { readonly id: string; readonly nodeId: string }[];
+  readonly claims: readonly { readonly id: string; readonly nodeId: string; readonly prepared: boolean; readonly event?: TaskEvent }[];
   readonly notes: readonly { readonly id: string; readonly event: TaskEvent }[];
 }
 
@@ -127,7 +137,7 @@ const EXECUTION_LIST_EXTRA = { creationTime: isoTime('execution."creationTime"')
  */
 const TRANSITION_SQL = `
   WITH e AS (
-    UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, modified = now()
+    UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, prepared = false, modified = now()
     WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
     RETURNING id, job_id, status, task_state
   ), s AS (
@@ -432,10 +442,10 @@ export class ClusterRepository {
           ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
           : []),
         `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
-                coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running')), 0)::int AS used
+                coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
          FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
         `SELECT e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
-                e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent"
+                e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent", e.priority, e.created
          FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
          WHERE e.status = 'pending' AND e.node_id IS NULL
          ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), e.priority DESC, e.created, e.id
@@ -443,7 +453,7 @@ export class ClusterRepository {
       ]);
       const nodes = read.at(-2)?.rows as NodeRoom[];
       const pending = read.at(-1)?.rows as PendingExecution[];
-      const { claims, notes } = pending.length > 0 ? decide(pending, nodes) : { claims: [], notes: [] };
+      const { claims, notes } = decide(pending, nodes);
       const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
       const written = await batch([
         ...(notes.length > 0
@@ -454,11 +464,15 @@ export class ClusterRepository {
           : []),
         ...(claims.length > 0
           ? [
-              `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, modified = now()
-               FROM unnest(${ids(claims.map((claim) => claim.id))}, ${ids(claims.map((claim) => claim.nodeId))}) AS c(id, node_id), cluster_jobs j
-               WHERE e.id = c.id AND j.id = e.job_id
+              `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, prepared = c.prepared, modified = now(),
+                      task_state = CASE WHEN c.event IS NULL THEN e.task_state ELSE jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(c.event)) END
+               FROM unnest(${ids(claims.map((claim) => claim.id))}, ${ids(claims.map((claim) => claim.nodeId))},
+                           ARRAY[${claims.map((claim) => String(claim.prepared)).join(',')}]::boolean[],
+                           ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[])
+                      AS c(id, node_id, prepared, event), cluster_jobs j
+               WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
                RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
-                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created`,
+                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared`,
             ]
           : []),
         'COMMIT',
@@ -479,7 +493,7 @@ export class ClusterRepository {
        FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id WHERE e.status IN ('pending', 'running') GROUP BY 1, 2`,
     );
     const freeSlots: { node: string; free: number }[] = await this.dataSource.query(
-      `SELECT n.name AS node, greatest(0, n.cpu - coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running')), 0))::int AS free
+      `SELECT n.name AS node, greatest(0, n.cpu - coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0))::int AS free
        FROM cluster_nodes n WHERE n.status = 'ready' AND NOT n.draining AND n.is_worker`,
     );
     return { executions, freeSlots };
@@ -502,7 +516,7 @@ export class ClusterRepository {
                    WHERE l.locktype = 'advisory' AND l.classid = ${HUB_LOCK_CLASS} AND l.objsubid = 2 AND l.granted AND d.datname = current_database())`;
     return this.dataSource.transaction(async (manager) => {
       await manager.query(
-        `UPDATE job_executions SET node_id = NULL, hub = NULL, modified = now()
+        `UPDATE job_executions SET node_id = NULL, hub = NULL, prepared = false, modified = now()
          WHERE status = 'pending' AND driver_ref IS NULL AND node_id = ANY($1) AND hub IS DISTINCT FROM $2 AND (hub IS NULL OR hub NOT IN ${live})`,
         [nodeIds, hub],
       );
@@ -513,6 +527,31 @@ export class ClusterRepository {
       );
       return adopted;
     });
+  }
+
+  /**
+   * Gives the CPUs of an execution this hub started, which still holds them as the database has it
+   * (running, or its start not yet recorded), to one it prepared, which then takes them in
+   * placement: the node is never seen emptier than it is. False, and nothing changed, when either
+   * has moved on (the first was stopped, its CPUs perhaps given to another; the second stopped).
+   */
+  async handOver(hub: number, fromId: string, toId: string): Promise<boolean> {
+    const [, changed]: [unknown, number] = await this.dataSource.query(
+      `UPDATE job_executions SET prepared = false, modified = now()
+       WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
+         AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)`,
+      [hub, fromId, toId],
+    );
+    return changed > 0;
+  }
+
+  /** Puts back in line executions this hub prepared and let go of (those still pending). */
+  async requeue(hub: number, ids: readonly string[]): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE job_executions SET node_id = NULL, hub = NULL, prepared = false, modified = now()
+       WHERE id = ANY($2) AND hub = $1 AND status = 'pending' AND prepared`,
+      [hub, ids],
+    );
   }
 
   /** The executions this hub started (or submitted to a queueing cluster) that have not ended. */

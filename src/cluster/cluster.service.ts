@@ -217,7 +217,7 @@ export class ClusterService {
     );
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.
-    this.scheduler.wake();
+    this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY);
     return toJobResponse(job);
   }
 

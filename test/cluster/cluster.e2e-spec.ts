@@ -1172,7 +1172,8 @@ describe('the cluster with one slot', () => {
     const second = await c.submit({ name: 'second', executionProfileId: standardId, task: { command: 'echo', args: ['second'] } });
     const queued = await c.untilEvent(second.id, 'Queued');
     expect(queued.status).toBe('pending');
-    expect(queued.taskStates.main.events.at(-1)?.message).toBe(`Waiting for a free CPU on ${hostname()}`);
+    // Next in line, its launch is prepared up to its task (HUB_LOCAL_PREPARED_LAUNCHES: as many as the slots).
+    expect(queued.taskStates.main.events.at(-1)?.message).toBe(`Waiting for a free CPU on ${hostname()}, its launch prepared`);
     expect((await c.jobs('filter[name][ST]=second')).data[0]).toMatchObject({ status: 'pending', taskSummary: { queued: 1 } });
     first.open();
     const firstDone = await c.until(first.job.id, 'completed');

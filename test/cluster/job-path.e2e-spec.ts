@@ -13,8 +13,10 @@ import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
  * What the job path's speed must not break (api-map §9; timing is bench/cluster.ts's): every
  * execution starts exactly once, whether submissions come at once to one hub or to three hubs on
  * one database sharing the local node; a hub that dies leaves what it started to one sharing its
- * node; a freed CPU is refilled on the process's end, not on a tick; finished jobs leave nothing
- * behind in the hub's memory.
+ * node; a freed CPU is refilled on the process's end, not on a tick; a launch prepared ahead of
+ * its slot runs nothing of its task until released into one, yields to one ahead of it in line,
+ * and is let go of when stopped or when its hub shuts down; finished jobs leave nothing behind in
+ * the hub's memory.
  */
 
 interface Job {
@@ -23,7 +25,7 @@ interface Job {
 interface Execution {
   id: string;
   status: string;
-  taskStates: { main: { startedAt?: string; events: { type: string }[] } };
+  taskStates: { main: { startedAt?: string; events: { type: string; message?: string }[] } };
 }
 
 const API = '/api/v2/cluster';
@@ -230,7 +232,8 @@ describe('the job path', () => {
       // The job path's own figures, as the database has them (gauges) and as this hub did (counters).
       const busy = await metrics();
       expect(busy).toMatch(new RegExp(`^hub_cluster_executions\\{status="running",node="${hostname()}"\\} 1$`, 'm'));
-      expect(busy).toMatch(/^hub_cluster_executions\{status="pending",node=""\} 1$/m);
+      // The second waits prepared on the node (see below), as a pending execution there.
+      expect(busy).toMatch(new RegExp(`^hub_cluster_executions\\{status="pending",node="${hostname()}"\\} 1$`, 'm'));
       expect(busy).toMatch(new RegExp(`^hub_cluster_free_slots\\{node="${hostname()}"\\} 0$`, 'm'));
       writeFileSync(join(c.workDir(sharedDir, running.id), 'go'), '');
       const done = await c.until(second.id, 'completed');
@@ -245,6 +248,142 @@ describe('the job path', () => {
       expect(idle).not.toMatch(/^hub_cluster_executions\{/m);
     } finally {
       await hub.close();
+    }
+  }, 60_000);
+
+  it('prepares the next in line up to its gate without running any of its task, and releases it into the slot its predecessor frees', async () => {
+    const sharedDir = dir('hub-path-prepared-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '1', HUB_SHARED_DIR: sharedDir } });
+    try {
+      hub.app.get(SchedulerRegistry).deleteInterval('cluster-tick');
+      freezeClock(hub);
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const holderJob = await c.submit('holder', profileId, 'until [ -e go ]; do sleep 0.05; done');
+      const holder = await c.until(holderJob.id, 'running');
+      const marks = dir('hub-path-marks-');
+      const next = await c.submit('next', profileId, `touch ${marks}/next-ran`);
+      const prepared = await poll(
+        () => c.executionOf(next.id),
+        (execution) => execution.taskStates.main.events.some((event) => event.type === 'Queued'),
+        'the next one to be prepared',
+      );
+      expect([prepared.status, prepared.taskStates.main.events.at(-1)?.message]).toEqual([
+        'pending',
+        `Waiting for a free CPU on ${hostname()}, its launch prepared`,
+      ]);
+      // Its launch waits at its gate: its processes run, its task does not.
+      await poll(
+        () => Promise.resolve(readdirSync(join(sharedDir, 'executions', prepared.id))),
+        (files) => files.includes('gate'),
+        'the launch to wait at its gate',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(readdirSync(marks)).toEqual([]);
+      writeFileSync(join(c.workDir(sharedDir, holder.id), 'go'), '');
+      const done = await c.until(next.id, 'completed');
+      expect(readdirSync(marks)).toEqual(['next-ran']);
+      expect(done.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Queued', 'Started', 'Terminated']);
+      // It started after the holder ended, never beside it.
+      const ended = (await c.executionOf(holderJob.id)) as Execution & { taskStates: { main: { finishedAt: string } } };
+      expect(Date.parse(done.taskStates.main.startedAt as string)).toBeGreaterThanOrEqual(Date.parse(ended.taskStates.main.finishedAt));
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
+  it('puts a prepared launch back in line behind one of better priority, and lets go of one that is stopped', async () => {
+    const sharedDir = dir('hub-path-displaced-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '1', HUB_SHARED_DIR: sharedDir } });
+    try {
+      const c = clientOf(hub);
+      const profileId = await c.profileId();
+      const headers = { ...bearer(hub.adminToken), 'content-type': 'application/json' };
+      const holder = await c.until((await c.submit('holder', profileId, 'until [ -e go ]; do sleep 0.05; done')).id, 'running');
+      const marks = dir('hub-path-order-');
+      const low = await c.submit('low', profileId, `echo low >> ${marks}/order`);
+      const isPrepared = (execution: Execution & { nodeId?: string | null }) => execution.status === 'pending' && Boolean(execution.nodeId);
+      await poll(() => c.executionOf(low.id), isPrepared, 'the low one to be prepared');
+      const urgent = await hub.inject({
+        method: 'POST',
+        url: `${API}/jobs`,
+        headers,
+        payload: JSON.stringify({
+          name: 'urgent',
+          namespace: 'default',
+          executionProfileId: profileId,
+          priority: 90,
+          task: { command: 'sh', args: ['-c', `echo urgent >> ${marks}/order`] },
+        }),
+      });
+      expect(urgent.statusCode).toBe(201);
+      const urgentId = urgent.json<Job>().id;
+      // The urgent one takes the prepared place; the low one goes back in line, with nothing of it left running.
+      await poll(() => c.executionOf(urgentId), isPrepared, 'the urgent one to be prepared');
+      const back = await poll(
+        () => c.executionOf(low.id) as Promise<Execution & { nodeId?: string | null }>,
+        (execution) => execution.status === 'pending' && !execution.nodeId,
+        'the low one to go back in line',
+      );
+      const stopped = await c.submit('stopped', profileId, `echo stopped >> ${marks}/order`);
+      const stop = await hub.inject({ method: 'POST', url: `${API}/jobs/${urgentId}/stop`, headers: bearer(hub.adminToken) });
+      expect(stop.statusCode).toBe(200);
+      // The stopped one's place is taken by the next in line (the low one, older than the other).
+      await poll(() => c.executionOf(low.id), isPrepared, 'the low one to be prepared again');
+      const stopTwo = await hub.inject({ method: 'POST', url: `${API}/jobs/${stopped.id}/stop`, headers: bearer(hub.adminToken) });
+      expect(stopTwo.statusCode).toBe(200);
+      writeFileSync(join(c.workDir(sharedDir, holder.id), 'go'), '');
+      expect(await c.allDone()).toEqual({ completed: 2, failed: 2, lost: 0 });
+      expect(linesOf(join(marks, 'order'))).toEqual(['low']);
+      const urgentDone = await c.executionOf(urgentId);
+      expect(urgentDone.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Queued', 'Killed']);
+      expect(back.taskStates.main.events.map((event) => event.type)).toEqual(['Received', ...back.taskStates.main.events.slice(1).map(() => 'Queued')]);
+      // No launch of the stopped ones waits on: nothing runs from their directories.
+      const running = readdirSync('/proc').filter((entry) => {
+        try {
+          return /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(urgentId);
+        } catch {
+          return false;
+        }
+      });
+      expect(running).toEqual([]);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
+  it('puts what it prepared back in line when it shuts down, for a hub that stays to run', async () => {
+    const sharedDir = dir('hub-path-handback-');
+    const staying = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '0', HUB_SHARED_DIR: sharedDir } });
+    const leaving = await startTestHub({
+      databaseUrl: staying.databaseUrl,
+      env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '2', HUB_SHARED_DIR: sharedDir },
+    });
+    try {
+      const c = clientOf(leaving);
+      const profileId = await c.profileId();
+      const holder = await c.until((await c.submit('holder', profileId, 'until [ -e go ]; do sleep 0.05; done')).id, 'running');
+      const waiting = [await c.submit('first', profileId, 'true'), await c.submit('second', profileId, 'true')];
+      const isPrepared = (execution: Execution & { nodeId?: string | null }) => execution.status === 'pending' && Boolean(execution.nodeId);
+      for (const job of waiting) await poll(() => c.executionOf(job.id), isPrepared, 'the waiting ones to be prepared');
+      await leaving.close();
+      const after = clientOf(staying);
+      for (const job of waiting) {
+        const execution = (await after.executionOf(job.id)) as Execution & { nodeId?: string };
+        expect([execution.status, execution.nodeId]).toEqual(['pending', undefined]);
+      }
+      // The holder is adopted by the hub that stays, which runs the others once it ends.
+      const survivor = staying.app.get(ClusterScheduler);
+      for (let tick = 0; tick < 5; tick += 1) await survivor.tickOnSchedule();
+      writeFileSync(join(after.workDir(sharedDir, holder.id), 'go'), '');
+      expect(await after.allDone(30_000)).toEqual({ completed: 3, failed: 0, lost: 0 });
+      for (const job of waiting) {
+        const types = (await after.executionOf(job.id)).taskStates.main.events.map((event) => event.type);
+        expect([types.filter((type) => type === 'Started').length, types.slice(-2)]).toEqual([1, ['Started', 'Terminated']]);
+      }
+    } finally {
+      await leaving.close().catch(() => undefined);
+      await staying.close();
     }
   }, 60_000);
 
@@ -308,10 +447,20 @@ describe('the job path', () => {
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();
-      const scheduler = hub.app.get<ClusterScheduler, { starting: Set<unknown> }>(ClusterScheduler);
+      const scheduler = hub.app.get<
+        ClusterScheduler,
+        { starting: Set<unknown>; prepared: Map<string, unknown[]>; followed: Map<string, unknown>; handoffs: Map<string, unknown> }
+      >(ClusterScheduler);
       const driver = hub.app.get<
         unknown,
-        { listeners: unknown[]; watched: Map<string, unknown>; monitors: Map<string, number>; launcher: { pending: Map<string, unknown> } }
+        {
+          listeners: unknown[];
+          watched: Map<string, unknown>;
+          monitors: Map<string, number>;
+          gates: Map<string, number>;
+          abandoned: Map<string, unknown>;
+          launcher: { pending: Map<string, unknown> };
+        }
       >(CLUSTER_DRIVER);
       const handles = () => process.getActiveResourcesInfo().filter((kind) => kind === 'ProcessWrap').length;
       const listenersBefore = driver.listeners.length;
@@ -324,7 +473,8 @@ describe('the job path', () => {
         'the starts to be forgotten',
       );
       expect(driver.listeners.length).toBe(listenersBefore);
-      expect([driver.watched.size, driver.monitors.size, driver.launcher.pending.size]).toEqual([0, 0, 0]);
+      expect([driver.watched.size, driver.monitors.size, driver.gates.size, driver.abandoned.size, driver.launcher.pending.size]).toEqual([0, 0, 0, 0, 0]);
+      expect([[...scheduler.prepared.values()].flat().length, scheduler.followed.size, scheduler.handoffs.size]).toEqual([0, 0, 0]);
       expect(handles()).toBeLessThanOrEqual(handlesBefore);
     } finally {
       await hub.close();

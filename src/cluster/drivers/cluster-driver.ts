@@ -104,8 +104,23 @@ export interface ClusterDriver {
   outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>>;
   /** Kills an execution and everything it started. */
   stop(tracked: Tracked): Promise<void>;
-  /** Called whenever an execution may have ended, so that the service looks at once rather than at its next poll. */
-  onChange(listener: () => void): void;
+  /**
+   * Called whenever an execution may have ended, so that the service looks at once rather than at
+   * its next poll; with its id when the driver knows which one it was.
+   */
+  onChange(listener: (executionId?: string) => void): void;
+  /**
+   * How many launches per node the driver keeps prepared ahead of their slot (0 or absent: it
+   * prepares none, and has no `prepare`, `release` or `abandon`). A prepared launch has done all
+   * but start the task; it waits, holding no slot, until it is released into one.
+   */
+  readonly preparesPerNode?: number;
+  /** Prepares an execution's launch on the node the service chose; resolves with the driver's reference for it. */
+  prepare?(launch: Launch): Promise<string>;
+  /** Starts a prepared launch's task; resolves once its process has started, with when if the driver knows (or the launch has ended without it). */
+  release?(executionId: string): Promise<Date | undefined>;
+  /** Lets go of a prepared launch without starting its task; resolves once nothing of it runs. */
+  abandon?(executionId: string): Promise<void>;
   /** Lets go of what the driver holds (what it started runs on); at the hub's shutdown, once no start is under way. */
   close?(): Promise<void>;
 }

@@ -7,7 +7,7 @@ import { Launcher } from './launcher.js';
 
 describe('the launcher', () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-launcher-'));
-  const programs = { sh: 'sh', setsid: 'setsid', mv: 'mv', rm: 'rm' };
+  const programs = { sh: 'sh', setsid: 'setsid', mv: 'mv', rm: 'rm', mkfifo: 'mkfifo' };
   for (const name of Object.keys(programs) as (keyof typeof programs)[]) programs[name] = systemProgram(name) as string;
   const ended: string[] = [];
   // A monitor that only waits a little: what the launcher itself says is under test.

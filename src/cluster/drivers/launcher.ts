@@ -11,28 +11,36 @@ import { PRIVILEGED_ENV } from './host-tools.js';
  * grows with its memory: 14 ms at 200 MiB); a shell forks in a fraction of one.
  *
  * A request is lines the hub writes, never anything of the job's: the execution's id, directory,
- * exit-code file and control groups, then the number of arguments of the isolation (unshare,
- * setpriv and theirs), one a line. The monitor (`$1`) is started in the execution's working
- * directory as the leader of a session of its own, its output appended to the execution's logs;
- * it runs the isolation, which runs the task's init (`$2`) with the files that hold the task's
- * environment and command (`$3`, `$4`, in the execution's directory) and the id. The launcher
- * answers on descriptor 3 with `spawned <id> <pid>`, or `failed <id>` when it cannot enter the
- * working directory; the launch later says `started <id>` and `ended <id>` there. `jobs` reaps
- * the monitors that ended since the last request, so that none stays a zombie for long; they
- * outlive the launcher.
+ * exit-code file, control groups and gate (empty: none), then the number of arguments of the
+ * isolation (unshare, setpriv and theirs), one a line. The monitor (`$1`) is started in the
+ * execution's working directory as the leader of a session of its own, its output appended to the
+ * execution's logs; it runs the isolation, which runs the task's init (`$2`) with the files that
+ * hold the task's environment and command (`$3`, `$4`, in the execution's directory), the id, and
+ * `gated` when it waits at a gate. The launcher answers on descriptor 3 with `spawned <id> <pid>`, or
+ * `failed <id>` when it cannot enter the working directory or make the gate; the launch later
+ * says `started <id>` and `ended <id>` there. `jobs` reaps the monitors that ended since the last
+ * request, so that none stays a zombie for long; they outlive the launcher.
+ *
+ * A gate is a FIFO the launcher makes (root's alone, in the execution's directory, where the hub
+ * removed any an earlier launch left) and the launch holds open for reading on descriptor 4, down
+ * to the task's init: the init waits there, before anything of the job's is read, for the hub's
+ * `go` (a prepared launch, see LocalDriver.prepare); at any other word, or end of file (the hub
+ * died), it ends without running the task. Opening it waits for the hub, which opens it as soon as
+ * the launch is spawned.
  */
 const LAUNCHER = [
   'monitor=$1 task_init=$2 environment_file=$3 command_file=$4',
   'umask 077',
   // The monitor, with the isolation's arguments; run in the background, it is the child whose pid the launcher reports.
-  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id"; }',
-  'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r count; do',
+  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id" "${gate:+gated}"; }',
+  'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gate && IFS= read -r count; do',
   '  jobs >/dev/null',
   '  set --',
   '  while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done',
   // Entered here, not in the child, so that a launch that cannot start is told before anything else of it.
   `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&3; continue; }`,
-  '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" &',
+  `  [ -z "$gate" ] || "$MKFIFO" -m 600 "$gate" || { printf 'failed %s\\n' "$id" >&3; cd /; continue; }`,
+  '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &',
   `  printf 'spawned %s %s\\n' "$id" "$!" >&3`,
   '  cd /',
   'done',
@@ -44,6 +52,8 @@ export interface LaunchRequest {
   readonly executionDir: string;
   readonly exitFile: string;
   readonly cgroups: readonly string[];
+  /** The FIFO the launch waits at before its task (a prepared launch); absent: it goes straight on. */
+  readonly gate?: string;
   /** The isolation's program and arguments, which run the task's init: none, when the launch has none. */
   readonly isolation: readonly string[];
 }
@@ -52,7 +62,8 @@ export interface LaunchRequest {
 interface Pending {
   spawned?: (pid: number) => void;
   failed?: (error: Error) => void;
-  started?: () => void;
+  /** With when the launch said its task's process starts; with nothing when it ended (or failed) without. */
+  started?: (at?: Date) => void;
 }
 
 /** The programs the launcher runs, by absolute path. */
@@ -61,6 +72,7 @@ export interface LauncherPrograms {
   readonly setsid: string;
   readonly mv: string;
   readonly rm: string;
+  readonly mkfifo: string;
 }
 
 /**
@@ -91,6 +103,7 @@ export class Launcher {
       request.executionDir,
       request.exitFile,
       request.cgroups.join(' '),
+      request.gate ?? '',
       String(request.isolation.length),
       ...request.isolation,
     ];
@@ -106,8 +119,11 @@ export class Launcher {
     });
   }
 
-  /** Resolves when the launch says its task's process starts; the caller bounds the wait. */
-  started(executionId: string): Promise<void> {
+  /**
+   * Resolves with the time the launch says its task's process starts (as this hub heard it), or
+   * with nothing when it ended without; the caller bounds the wait.
+   */
+  started(executionId: string): Promise<Date | undefined> {
     return new Promise((resolve) => {
       this.entry(executionId).started = resolve;
     });
@@ -135,10 +151,10 @@ export class Launcher {
   private running(): Writable {
     if (this.requests && !this.closed) return this.requests;
     this.closed = false;
-    const { sh, setsid, mv, rm } = this.programs;
+    const { sh, setsid, mv, rm, mkfifo } = this.programs;
     const { monitor, taskInit, environmentFile, commandFile } = this.scripts;
     const child = spawn(sh, ['-c', LAUNCHER, 'hub-launcher', monitor, taskInit, environmentFile, commandFile], {
-      env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MV: mv, RM: rm },
+      env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MV: mv, RM: rm, MKFIFO: mkfifo },
       // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.
       detached: true,
       stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
@@ -177,12 +193,12 @@ export class Launcher {
         }
         break;
       case 'failed':
-        pending?.failed?.(new Error('its working directory could not be entered'));
+        pending?.failed?.(new Error('its working directory could not be entered, or its gate made'));
         pending?.started?.();
         this.pending.delete(executionId);
         break;
       case 'started':
-        pending?.started?.();
+        pending?.started?.(new Date());
         if (pending) pending.started = undefined;
         break;
       case 'ended':

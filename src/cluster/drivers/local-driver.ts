@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,8 @@ import { Launcher, type LauncherPrograms } from './launcher.js';
 /** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
 const ENVIRONMENT_FILE = 'environment';
 const COMMAND_FILE = 'command';
+/** The FIFO a prepared launch waits at (see Launcher). */
+const GATE_FILE = 'gate';
 
 /**
  * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
@@ -39,8 +41,9 @@ const MONITOR = [
 
 /**
  * The task's side of the launch, already running as the job's user and, in its own PID
- * namespace, as its PID 1: it tells the hub that the task's process starts (on descriptor 3,
- * which the task does not inherit), takes the task's environment and command from their files
+ * namespace, as its PID 1: a prepared launch (`$3` is `gated`) first waits for the hub's word at
+ * its gate (descriptor 4) and ends without running anything unless it is `go`; it tells the hub
+ * that the task's process starts (on descriptor 3, which the task does not inherit), takes the task's environment and command from their files
  * (`$0`, `$1`: written by the hub, quoted), runs the task and exits with its code. When it exits
  * the kernel kills whatever else the task left in the namespace (`setsid`, double forks). It
  * catches TERM (PID 1 receives no signal it does not catch) so that a stop reaches the task,
@@ -48,6 +51,8 @@ const MONITOR = [
  */
 const TASK_INIT = [
   "trap ':' TERM INT",
+  '[ -z "$3" ] || { IFS= read -r word <&4 && [ "$word" = go ]; } || exit 125',
+  'exec 4<&-',
   // Before anything of the job's is read, so that nothing it sets can change what the hub is told.
   "trap '' PIPE; printf 'started %s\\n' \"$2\" >&3; exec 3>&-; trap - PIPE",
   'set -a; . "$0"; set +a',
@@ -62,6 +67,8 @@ const TASK_INIT = [
 const STOP_GRACE_MS = 5000;
 /** How long a start waits for the launch to say the task's process has started, before the hub records it started anyway. */
 const STARTED_WAIT_MS = 10_000;
+/** How long letting go of a prepared launch waits for it to end (it ends at once: its gate is closed). */
+const ABANDON_WAIT_MS = 5000;
 const LIMITS_FILE = 'limits.json';
 const ENDED_BY_FILE = 'ended-by';
 
@@ -73,6 +80,8 @@ export interface LocalDriverOptions {
   readonly root: boolean;
   /** Control groups for the limits, where the machine allows. */
   readonly cgroups: ExecutionCgroups | undefined;
+  /** How many launches of the next in line are kept prepared, waiting for a slot (0: none). */
+  readonly prepared: number;
 }
 
 /** The programs of the launch, by absolute path. */
@@ -143,7 +152,7 @@ function limitMessage(limit: keyof ExecutionLimits, limits: ExecutionLimits): st
 export class LocalDriver implements ClusterDriver {
   readonly name = 'local';
   readonly queues = false;
-  private readonly listeners: (() => void)[] = [];
+  private readonly listeners: ((executionId?: string) => void)[] = [];
   private readonly programs: LaunchPrograms;
   /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
   private readonly userNamespaces: boolean;
@@ -151,6 +160,11 @@ export class LocalDriver implements ClusterDriver {
   private readonly launcher: Launcher;
   /** The monitor of each execution this hub launched, until it ends: its process group is what a stop or an end kills. */
   private readonly monitors = new Map<string, number>();
+  /** The gate of each prepared launch, open for writing until it is released or abandoned. */
+  private readonly gates = new Map<string, number>();
+  /** Prepared launches let go of, until they have ended. */
+  private readonly abandoned = new Map<string, () => void>();
+  readonly preparesPerNode: number;
 
   constructor(
     private readonly options: LocalDriverOptions,
@@ -162,6 +176,7 @@ export class LocalDriver implements ClusterDriver {
       setsid: required('setsid', 'the launch'),
       mv: required('mv', 'the launch'),
       rm: required('rm', 'the launch'),
+      mkfifo: required('mkfifo', 'the launch'),
       unshare: options.root ? required('unshare', 'a PID namespace per execution') : unshare,
       setpriv: options.root ? required('setpriv', 'running each job as its user') : undefined,
     };
@@ -175,6 +190,7 @@ export class LocalDriver implements ClusterDriver {
       (executionId) => this.launchEnded(executionId),
       logger,
     );
+    this.preparesPerNode = options.prepared;
   }
 
   nodes(): Promise<DriverNode[]> {
@@ -207,6 +223,69 @@ export class LocalDriver implements ClusterDriver {
    * libuv's thread pool costs a millisecond on a loaded host, on every job's path.
    */
   async start(launch: Launch): Promise<string> {
+    // Waited for from before the spawn: the launch may say so before the launcher's answer is read.
+    const started = this.launcher.started(launch.executionId);
+    try {
+      const pid = await this.launch(launch, false);
+      await this.until(started);
+      return String(pid);
+    } finally {
+      this.launcher.forget(launch.executionId);
+    }
+  }
+
+  /**
+   * Launches an execution as far as its task's init, which waits at its gate as the job's user in
+   * its PID namespace, having read nothing of the job's: `release` lets it run in the time of a
+   * write to a pipe, where a launch takes five programs' exec. Resolves with the driver's reference.
+   */
+  async prepare(launch: Launch): Promise<string> {
+    return String(await this.launch(launch, true));
+  }
+
+  /** Opens a prepared launch's gate; resolves once its task's process has started, with when (or the launch has ended without it). */
+  async release(executionId: string): Promise<Date | undefined> {
+    const gate = this.gates.get(executionId);
+    if (gate === undefined) throw new Error('no launch of it is prepared');
+    this.gates.delete(executionId);
+    const started = this.launcher.started(executionId);
+    try {
+      const watched = this.watched.get(executionId);
+      // Its run time counts from now, not from when it was prepared.
+      if (watched) this.watched.set(executionId, { ...watched, startedAt: Date.now() });
+      return await this.through(gate, 'go', started);
+    } finally {
+      this.launcher.forget(executionId);
+    }
+  }
+
+  /** Lets go of a prepared launch without running its task; resolves once it has ended (its directory is then free for another launch). */
+  async abandon(executionId: string): Promise<void> {
+    const gate = this.gates.get(executionId);
+    if (gate === undefined) return;
+    this.gates.delete(executionId);
+    this.launcher.forget(executionId);
+    const ended = new Promise<void>((resolve) => this.abandoned.set(executionId, resolve));
+    await this.through(gate, 'no', ended, ABANDON_WAIT_MS);
+    this.abandoned.delete(executionId);
+    this.watched.delete(executionId);
+  }
+
+  /**
+   * Says a word at a gate and keeps it open until the launch has heard it: a FIFO that nobody holds
+   * open loses what was written to it, and the launch may not have opened it yet.
+   */
+  private async through<T>(gate: number, word: 'go' | 'no', heard: Promise<T>, waitMs = STARTED_WAIT_MS): Promise<T | undefined> {
+    try {
+      writeSync(gate, `${word}\n`);
+      return await this.until(heard, waitMs);
+    } finally {
+      closeSync(gate);
+    }
+  }
+
+  /** Sets up an execution's directory and files and has the launcher start it; resolves with its monitor's pid. */
+  private async launch(launch: Launch, gated: boolean): Promise<number> {
     // A job settled to run as the hub's own user (submitted while the hub was not root) never runs as root.
     if (this.options.root && (!launch.identity || launch.identity.uid === 0))
       throw new Error('it would run as root: it was submitted while the hub did not run as root; submit it again');
@@ -217,6 +296,11 @@ export class LocalDriver implements ClusterDriver {
     mkdirSync(logs, { recursive: true, mode: 0o700 });
     chmodSync(dirname(launch.executionDir), 0o711);
     chmodSync(launch.executionDir, 0o711);
+    // What a launch let go of before its task ran (a prepared one) may have left.
+    const exitFile = exitFileOf(launch.executionDir);
+    const gate = join(launch.executionDir, GATE_FILE);
+    rmSync(exitFile, { force: true });
+    rmSync(gate, { force: true });
     const commandFile = join(launch.executionDir, COMMAND_FILE);
     writeFileSync(envFile, environmentFile(launch.env), { mode: 0o400 });
     writeFileSync(commandFile, commandLine(launch.command, launch.args), { mode: 0o400 });
@@ -229,28 +313,32 @@ export class LocalDriver implements ClusterDriver {
     const cgroups = await this.limit(launch);
     // The logs are the hub's (the launcher appends to them as it): created here, so that they exist from the start.
     for (const log of ['stdout', 'stderr']) closeSync(openSync(join(logs, log), 'a', 0o600));
-    const started = this.launcher.started(launch.executionId);
+    let pid: number;
     try {
-      const pid = await this.launcher.spawn({
+      pid = await this.launcher.spawn({
         executionId: launch.executionId,
         executionDir: launch.executionDir,
-        exitFile: exitFileOf(launch.executionDir),
+        exitFile,
         cgroups,
+        ...(gated && { gate }),
         isolation: this.isolation(launch),
       });
-      this.monitors.set(launch.executionId, pid);
-      await this.until(started);
-      return String(pid);
-    } finally {
+    } catch (error) {
       this.launcher.forget(launch.executionId);
+      throw error;
     }
+    this.monitors.set(launch.executionId, pid);
+    // Read and write, so that opening never waits; the launch's own open (for reading) waits for this one.
+    if (gated) this.gates.set(launch.executionId, openSync(gate, 'r+'));
+    return pid;
   }
 
-  /** Until the launch says the task's process starts (or has ended without it), or it takes too long. */
-  private async until(started: Promise<void>): Promise<void> {
+  /** Until the launch says the task's process starts (when it did), or has ended without it, or it takes too long. */
+  private async until<T>(started: Promise<T>, waitMs = STARTED_WAIT_MS): Promise<T | undefined> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([started, new Promise<void>((resolve) => (timer = setTimeout(resolve, STARTED_WAIT_MS)))]);
+    const result = await Promise.race([started, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)))]);
     clearTimeout(timer);
+    return result;
   }
 
   /** What the task left running in the background ends with it (as a batch system's job does); the group's id cannot have been reused while any of it runs. */
@@ -258,10 +346,21 @@ export class LocalDriver implements ClusterDriver {
     const pid = this.monitors.get(executionId);
     this.monitors.delete(executionId);
     if (pid !== undefined) this.signal(pid, 'SIGKILL');
-    this.changed();
+    // A prepared launch that ended before it was released: its gate goes with it.
+    const gate = this.gates.get(executionId);
+    if (gate !== undefined) {
+      closeSync(gate);
+      this.gates.delete(executionId);
+      this.launcher.forget(executionId);
+    }
+    const abandoned = this.abandoned.get(executionId);
+    if (abandoned) return abandoned();
+    this.changed(executionId);
   }
 
   close(): Promise<void> {
+    for (const gate of this.gates.values()) closeSync(gate);
+    this.gates.clear();
     this.launcher.close();
     return Promise.resolve();
   }
@@ -281,7 +380,7 @@ export class LocalDriver implements ClusterDriver {
     this.signal(pid, 'SIGKILL');
   }
 
-  onChange(listener: () => void): void {
+  onChange(listener: (executionId?: string) => void): void {
     this.listeners.push(listener);
   }
 
@@ -378,7 +477,7 @@ export class LocalDriver implements ClusterDriver {
     }
   }
 
-  private changed(): void {
-    for (const listener of this.listeners) listener();
+  private changed(executionId?: string): void {
+    for (const listener of this.listeners) listener(executionId);
   }
 }

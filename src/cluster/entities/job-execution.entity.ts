@@ -94,6 +94,10 @@ export class JobExecution {
   @Column({ type: 'integer', nullable: true })
   hub!: number | null;
 
+  /** Claimed with its launch prepared ahead of a slot (see ClusterDriver.prepare): it takes none of its node's CPUs until released into one. */
+  @Column({ type: 'boolean', default: false })
+  prepared!: boolean;
+
   @Column({ name: 'driver_ref', type: 'text', nullable: true })
   driverRef!: string | null;
 

@@ -77,6 +77,7 @@ const ALL_SETTINGS = [
   'HUB_SHARED_DIR',
   'HUB_LOCAL_NODE_LABELS',
   'HUB_LOCAL_SLOTS',
+  'HUB_LOCAL_PREPARED_LAUNCHES',
   'HUB_JOB_RETENTION_DAYS',
   'HUB_JOB_UID_BASE',
   'HUB_MAX_ACTIVE_JOBS_PER_USER',
@@ -213,9 +214,12 @@ describe('loadHubConfig', () => {
     });
 
     it('reads the local node labels, its slots and the job retention', () => {
-      expect(loadHubConfig({ HUB_LOCAL_NODE_LABELS: 'gpu,fast-disk', HUB_LOCAL_SLOTS: '3', HUB_JOB_RETENTION_DAYS: '2' }, CWD)).toMatchObject({
+      expect(
+        loadHubConfig({ HUB_LOCAL_NODE_LABELS: 'gpu,fast-disk', HUB_LOCAL_SLOTS: '3', HUB_LOCAL_PREPARED_LAUNCHES: '0', HUB_JOB_RETENTION_DAYS: '2' }, CWD),
+      ).toMatchObject({
         localNodeLabels: ['gpu', 'fast-disk'],
         localSlots: 3,
+        localPreparedLaunches: 0,
         jobRetentionDays: 2,
       });
     });
@@ -224,6 +228,7 @@ describe('loadHubConfig', () => {
       ['HUB_LOCAL_NODE_LABELS', 'gpu,,x'],
       ['HUB_LOCAL_NODE_LABELS', 'a b'],
       ['HUB_LOCAL_SLOTS', '0'],
+      ['HUB_LOCAL_PREPARED_LAUNCHES', '-1'],
       ['HUB_JOB_RETENTION_DAYS', '0'],
       ['HUB_TRUSTED_PROXIES', 'proxy.example'],
       ['HUB_TRUSTED_PROXIES', '10.0.0.0/33'],

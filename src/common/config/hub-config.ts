@@ -54,6 +54,8 @@ export abstract class HubConfig {
   abstract readonly localNodeLabels: readonly string[];
   /** How many CPUs' worth of executions the local driver runs at once; absent: the host's CPUs. */
   abstract readonly localSlots?: number;
+  /** How many launches of the next in line the local driver keeps prepared, waiting for a slot; absent: as many as its slots. */
+  abstract readonly localPreparedLaunches?: number;
   /** Days a finished job, its executions, logs and files are kept. */
   abstract readonly jobRetentionDays: number;
   /** The first uid the local driver allocates to a hub user without an ordinary account for their jobs. */
@@ -254,6 +256,13 @@ class HubEnvironment {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
+  @Min(0)
+  @Max(4096)
+  HUB_LOCAL_PREPARED_LAUNCHES?: number = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
   @Min(1)
   @Max(3650)
   HUB_JOB_RETENTION_DAYS = 7;
@@ -326,6 +335,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(locateData(dataDir, stateDir).openDir, 'work'),
     localNodeLabels: settings.HUB_LOCAL_NODE_LABELS?.split(',') ?? [],
     localSlots: settings.HUB_LOCAL_SLOTS,
+    localPreparedLaunches: settings.HUB_LOCAL_PREPARED_LAUNCHES,
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
     jobUidBase: settings.HUB_JOB_UID_BASE,
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
