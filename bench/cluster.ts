@@ -7,7 +7,8 @@
 //   completed, beside the same 500 processes spawned directly from Node two at a time;
 // - submissions while both slots are busy: 10 concurrent clients fill a queue of 10,000 jobs
 //   (accepted per second, 5xx); then with them pending, a submission's reply (against the empty
-//   hub's) and the next task's start after a slot is freed (from the freeing task's end);
+//   hub's) and the next task's start after a slot is freed (from the freeing task's end, once the
+//   next in line has been prepared, as the head of such a queue is);
 // - the queue then runs: the hub's RSS after 500 and after 5,000 of its jobs;
 // - every execution started once (one Started event each) and none lost (the database's word).
 // Prints one line of figures. BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh running) adds the
@@ -15,7 +16,7 @@
 // PostgreSQL), where it recreates hub_bench_cluster.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -122,12 +123,29 @@ const p = (values: number[], fraction: number) =>
     ),
   );
 
+/** Whether an execution's launch is prepared: its task's init waits at its gate (its command line names the execution, and `gated`). */
+function waitsAtGate(executionId: string): boolean {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.includes(executionId) && args.includes('gated')) return true;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return false;
+}
+
 /** A job that holds its slot until `open` drops a file in its working directory. */
 async function gate(c: Client, dataDir: string, name: string, priority?: number) {
   const job = await c.submit(name, 'sh', ['-c', 'until [ -e go ]; do sleep 0.01; done'], priority);
   const id = await c.executionOf(job.id);
   return {
     id,
+    prepared: async () => {
+      while (!waitsAtGate(id)) await sleep(5);
+    },
     running: () => c.until(id, (execution) => execution.status === 'running', 5),
     open: () => writeFileSync(join(dataDir, 'work', 'executions', id, 'work', 'go'), ''),
     ended: () => c.until(id, (execution) => execution.status === 'completed', 5),
@@ -252,8 +270,11 @@ async function main(): Promise<void> {
   }
   const refills: number[] = [];
   for (let i = 0; i < REFILLS; i += 1) {
-    // The next in line (best priority) holds its slot in turn, so that the queue stays as it is.
+    // The next in line (best priority) holds its slot in turn, so that the queue stays as it is. It
+    // is freed once the next has been in line long enough to be prepared, as the head of a queue of
+    // 10,000 has.
     const next = await gate(c, dataDir, `next-${i}`, 100);
+    await next.prepared();
     holder.open();
     const freed = await holder.ended();
     const started = await next.running();
