@@ -101,10 +101,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private readonly starting = new Set<Promise<void>>();
   /** This hub's prepared launches on each node, in line order. */
   private readonly prepared = new Map<string, PreparedLaunch[]>();
-  /** The node and CPUs of each execution this hub started and has not seen end, whose end may hand them on. */
-  private readonly followed = new Map<string, { readonly nodeId: string; readonly cpu: number }>();
-  /** An ended execution's CPUs being handed to a prepared launch: its end is recorded once they are. */
-  private readonly handoffs = new Map<string, Promise<boolean>>();
+  /**
+   * Each execution this hub is starting or started, until its end is recorded: its node and CPUs,
+   * which its end may hand to a prepared launch (`handedOver`: its end is recorded once they are),
+   * and whether its start is recorded (before that, the database does not list it as this hub's).
+   */
+  private readonly followed = new Map<string, { readonly nodeId: string; readonly cpu: number; recorded: boolean; handedOver?: Promise<boolean> }>();
   /**
    * Set by the last round when it left every node full: a new submission of no better priority
    * than this (the worst of those prepared) can neither start nor be prepared now, so it waits for
@@ -546,15 +548,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       return;
     }
     const slot = this.followed.get(executionId);
-    this.followed.delete(executionId);
     const next = slot && this.prepared.get(slot.nodeId)?.[0];
-    if (!slot || !next || next.execution.reservedCpu > slot.cpu || this.stopped) return;
+    if (!slot || slot.handedOver || !next || next.execution.reservedCpu > slot.cpu || this.stopped) return;
     this.prepared.get(slot.nodeId)?.shift();
     const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id).catch((error: unknown) => {
       this.logger.error({ err: error, executionId }, 'Could not hand an ended execution’s CPUs to a prepared launch');
       return false;
     });
-    this.handoffs.set(executionId, handedOver);
+    slot.handedOver = handedOver;
     this.track(
       handedOver.then(async (handed) => {
         if (handed) return this.release(next);
@@ -567,7 +568,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** Notes the CPUs of an execution whose task is about to start, from before it starts: a short task's end may come before its start is recorded. */
   private follows(execution: ClaimedExecution): void {
-    this.followed.set(execution.id, { nodeId: execution.nodeId, cpu: execution.reservedCpu });
+    this.followed.set(execution.id, { nodeId: execution.nodeId, cpu: execution.reservedCpu, recorded: false });
   }
 
   /** Records a launch that the driver could not start (or prepare, or release) failed, and places again. */
@@ -607,6 +608,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.followed.delete(execution.id);
       await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     } else if (status === 'running') {
+      const followed = this.followed.get(execution.id);
+      if (followed) followed.recorded = true;
       this.metrics.started(nodeName, execution.created, startedAt);
       // A short task may have ended, and its end been looked for, before its start was recorded: look again.
       this.wake(true);
@@ -618,8 +621,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const started = await this.cluster.started(this.hub);
     // Those no longer this hub's to follow (stopped by another hub, or ended) hand nothing on.
     const following = new Set(started.map((execution) => execution.id));
-    for (const id of this.followed.keys()) if (!following.has(id)) this.followed.delete(id);
-    for (const id of this.handoffs.keys()) if (!following.has(id)) this.handoffs.delete(id);
+    for (const [id, followed] of this.followed) if (followed.recorded && !following.has(id)) this.followed.delete(id);
     if (started.length === 0) return false;
     let outcomes: Map<string, Outcome>;
     try {
@@ -666,8 +668,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     }
     const exitCode = 'exitCode' in outcome ? outcome.exitCode : null;
     // Its CPUs are recorded handed on before it is recorded ended, so that its node never looks emptier than it is.
-    const handed = (await this.handoffs.get(execution.id)) ?? false;
-    this.handoffs.delete(execution.id);
+    const handed = (await this.followed.get(execution.id)?.handedOver) ?? false;
     this.followed.delete(execution.id);
     this.end(taskState, undefined, outcome.state, exitCode, this.eventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
     const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
@@ -685,6 +686,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private async stopFollowed(executionId: string): Promise<void> {
     try {
       await this.dropPrepared(executionId);
+      // Its CPUs were freed by the stop: its end hands nothing on.
+      this.followed.delete(executionId);
       const target = await this.cluster.stopTarget(executionId);
       if (target?.driverRef && target.hub === this.presence?.hub)
         await this.stopQuietly({ executionId, driverRef: target.driverRef, executionDir: target.executionDir });
