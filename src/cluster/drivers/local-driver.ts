@@ -43,8 +43,9 @@ const MONITOR = [
  * The task's side of the launch, already running as the job's user and, in its own PID
  * namespace, as its PID 1: a prepared launch (`$3` is `gated`) first waits for the hub's word at
  * its gate (descriptor 4) and ends without running anything unless it is `go`; it tells the hub
- * that the task's process starts (on descriptor 3, which the task does not inherit), takes the task's environment and command from their files
- * (`$0`, `$1`: written by the hub, quoted), runs the task and exits with its code. When it exits
+ * that the task's process starts (on descriptor 3, which the task does not inherit), takes the
+ * task's environment and command from their files (`$0`, `$1`: written by the hub, quoted), runs
+ * the task and exits with its code. When it exits
  * the kernel kills whatever else the task left in the namespace (`setsid`, double forks). It
  * catches TERM (PID 1 receives no signal it does not catch) so that a stop reaches the task,
  * which gets its grace period.
@@ -160,8 +161,8 @@ export class LocalDriver implements ClusterDriver {
   private readonly launcher: Launcher;
   /** The monitor of each execution this hub launched, until it ends: its process group is what a stop or an end kills. */
   private readonly monitors = new Map<string, number>();
-  /** The gate of each prepared launch, open for writing until it is released or abandoned. */
-  private readonly gates = new Map<string, number>();
+  /** The gate of each prepared launch (open for writing until it is released or abandoned), and its execution's directory. */
+  private readonly gates = new Map<string, { readonly fd: number; readonly executionDir: string }>();
   /** Prepared launches let go of, until they have ended. */
   private readonly abandoned = new Map<string, () => void>();
   readonly preparesPerNode: number;
@@ -251,9 +252,13 @@ export class LocalDriver implements ClusterDriver {
     const started = this.launcher.started(executionId);
     try {
       const watched = this.watched.get(executionId);
-      // Its run time counts from now, not from when it was prepared.
-      if (watched) this.watched.set(executionId, { ...watched, startedAt: Date.now() });
-      return await this.through(gate, 'go', started);
+      if (watched) {
+        // Its run time counts from now, not from when it was prepared (after a restart too).
+        const now = { ...watched, startedAt: Date.now() };
+        this.watched.set(executionId, now);
+        writeFileSync(join(gate.executionDir, LIMITS_FILE), JSON.stringify(now), { mode: 0o600 });
+      }
+      return await this.through(gate.fd, 'go', started);
     } finally {
       this.launcher.forget(executionId);
     }
@@ -266,7 +271,7 @@ export class LocalDriver implements ClusterDriver {
     this.gates.delete(executionId);
     this.launcher.forget(executionId);
     const ended = new Promise<void>((resolve) => this.abandoned.set(executionId, resolve));
-    await this.through(gate, 'no', ended, ABANDON_WAIT_MS);
+    await this.through(gate.fd, 'no', ended, ABANDON_WAIT_MS);
     this.abandoned.delete(executionId);
     this.watched.delete(executionId);
   }
@@ -329,7 +334,7 @@ export class LocalDriver implements ClusterDriver {
     }
     this.monitors.set(launch.executionId, pid);
     // Read and write, so that opening never waits; the launch's own open (for reading) waits for this one.
-    if (gated) this.gates.set(launch.executionId, openSync(gate, 'r+'));
+    if (gated) this.gates.set(launch.executionId, { fd: openSync(gate, 'r+'), executionDir: launch.executionDir });
     return pid;
   }
 
@@ -349,7 +354,7 @@ export class LocalDriver implements ClusterDriver {
     // A prepared launch that ended before it was released: its gate goes with it.
     const gate = this.gates.get(executionId);
     if (gate !== undefined) {
-      closeSync(gate);
+      closeSync(gate.fd);
       this.gates.delete(executionId);
       this.launcher.forget(executionId);
     }
@@ -359,7 +364,7 @@ export class LocalDriver implements ClusterDriver {
   }
 
   close(): Promise<void> {
-    for (const gate of this.gates.values()) closeSync(gate);
+    for (const gate of this.gates.values()) closeSync(gate.fd);
     this.gates.clear();
     this.launcher.close();
     return Promise.resolve();
