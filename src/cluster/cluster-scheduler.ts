@@ -128,10 +128,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     logger: HubLogger,
   ) {
     this.logger = logger.for('cluster');
-    driver.onChange((executionId) => {
-      if (executionId) this.heardEnd(executionId);
-      this.wake(true);
-    });
+    driver.onChange(() => this.wake(true));
+    driver.onExit?.((executionId) => this.heardExit(executionId));
     changes.subscribe(QUEUE_NOTICE, (change) => {
       if (change === 'reset') this.wake(true);
       if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
@@ -537,11 +535,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   /**
-   * An execution's launch said it ended. One this hub started hands its CPUs to the first launch
-   * prepared on its node, at once; a prepared launch that ended before its slot (its launch
-   * failed) is recorded started, as any launch is, and its end settled with the others.
+   * An execution's task exited (its end is settled once the driver can read it). One this hub
+   * started hands its CPUs to the first launch prepared on its node, at once; a prepared launch
+   * that exited before its slot (its launch failed) is recorded started, as any launch is, and its
+   * end settled with the others.
    */
-  private heardEnd(executionId: string): void {
+  private heardExit(executionId: string): void {
     const early = this.takePrepared(executionId);
     if (early) {
       this.track(early.ready.then((driverRef) => (driverRef === undefined ? undefined : this.recordStart(early.execution, early.nodeName, driverRef))));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type pg from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
+import { runNamed, type NamedStatement } from '../common/database/named-statements.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { ClusterSnapshot } from '../common/metrics/cluster-metrics.js';
@@ -128,6 +129,23 @@ const EXECUTIONS_SQL = `
 const EXECUTION_LIST_COLUMNS: readonly (keyof ExecutionRow)[] = ['id', 'jobId', 'status', 'nodeId', 'nodeName'];
 const EXECUTION_LIST_EXTRA = { creationTime: isoTime('execution."creationTime"'), modifiedTime: isoTime('execution."modifiedTime"') };
 
+/** A job and its first execution (see ClusterRepository.insertJob): every submission runs it. */
+const INSERT_JOB: NamedStatement = {
+  name: 'cluster-insert-job',
+  text: `WITH a AS (
+         INSERT INTO cluster_active_jobs AS a (owner_id, active) VALUES ($7, 1)
+         ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
+         RETURNING a.active
+       ), j AS (
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
+         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10 FROM a RETURNING id
+       ), e AS (
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+       )
+       SELECT pg_notify('hub_changes', $17) FROM e`,
+};
+
 /**
  * One execution's transition and its job's status, in one statement (so one short transaction):
  * the execution is written only if it is still as its writer saw it (`$7`, and this hub's when `$8`
@@ -135,7 +153,9 @@ const EXECUTION_LIST_EXTRA = { creationTime: isoTime('execution."creationTime"')
  * while one runs; a job that ends leaves its owner's count of active jobs. Answers whether it was
  * written.
  */
-const TRANSITION_SQL = `
+const TRANSITION: NamedStatement = {
+  name: 'cluster-transition',
+  text: `
   WITH e AS (
     UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, prepared = false, modified = now()
     WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
@@ -154,7 +174,16 @@ const TRANSITION_SQL = `
     UPDATE cluster_active_jobs a SET active = greatest(a.active - 1, 0) FROM j WHERE j.status = 'dead' AND a.owner_id = j.owner_id
     RETURNING a.owner_id
   )
-  SELECT count(*)::int AS written FROM e`;
+  SELECT count(*)::int AS written FROM e`,
+};
+
+/** See ClusterRepository.handOver: on the path of every refill. */
+const HAND_OVER: NamedStatement = {
+  name: 'cluster-hand-over',
+  text: `UPDATE job_executions SET prepared = false, modified = now()
+         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
+           AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)`,
+};
 
 /** Serialises placement on one node across hubs (by its id, hashed), so that hubs sharing it never fill more than its CPUs. */
 const NODE_LOCK_CLASS = 0x4855_4e44;
@@ -285,41 +314,27 @@ export class ClusterRepository {
       finishedAt: null,
       events: [taskEvent('Received', 'Task received by the hub')],
     };
-    const inserted: unknown[] = await this.dataSource.query(
-      `WITH a AS (
-         INSERT INTO cluster_active_jobs AS a (owner_id, active) VALUES ($7, 1)
-         ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
-         RETURNING a.active
-       ), j AS (
-         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
-         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10 FROM a RETURNING id
-       ), e AS (
-         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
-         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
-       )
-       SELECT pg_notify('hub_changes', $17) FROM e`,
-      [
-        jobId,
-        job.name,
-        job.type,
-        job.priority,
-        job.namespaceId,
-        job.executionProfileId,
-        job.ownerId,
-        job.task,
-        job.properties,
-        submitTime,
-        executionId,
-        job.task.name,
-        taskState,
-        execution.reservedCpu,
-        execution.reservedMemory,
-        execution.executionDirOf(executionId),
-        notice,
-        maxActive,
-      ],
-    );
-    if (inserted.length === 0)
+    const inserted = await runNamed(this.dataSource, INSERT_JOB, [
+      jobId,
+      job.name,
+      job.type,
+      job.priority,
+      job.namespaceId,
+      job.executionProfileId,
+      job.ownerId,
+      job.task,
+      job.properties,
+      submitTime,
+      executionId,
+      job.task.name,
+      taskState,
+      execution.reservedCpu,
+      execution.reservedMemory,
+      execution.executionDirOf(executionId),
+      notice,
+      maxActive,
+    ]);
+    if (inserted.rowCount === 0)
       throw new TooManyRequestsError(
         `You have ${maxActive} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
       );
@@ -536,13 +551,7 @@ export class ClusterRepository {
    * has moved on (the first was stopped, its CPUs perhaps given to another; the second stopped).
    */
   async handOver(hub: number, fromId: string, toId: string): Promise<boolean> {
-    const [, changed]: [unknown, number] = await this.dataSource.query(
-      `UPDATE job_executions SET prepared = false, modified = now()
-       WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
-         AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)`,
-      [hub, fromId, toId],
-    );
-    return changed > 0;
+    return ((await runNamed(this.dataSource, HAND_OVER, [hub, fromId, toId])).rowCount ?? 0) > 0;
   }
 
   /** Puts back in line executions this hub prepared and let go of (those still pending). */
@@ -584,23 +593,12 @@ export class ClusterRepository {
    * Writes an execution's transition (and its job's status) if it is still `expected` (and this
    * hub's, when `hub` is given); false when it has moved on meanwhile.
    */
-  async transition(
-    id: string,
-    expected: ExecutionStatus,
-    hub: number | null,
-    change: ExecutionChange,
-    manager: EntityManager = this.dataSource.manager,
-  ): Promise<boolean> {
-    const [{ written }]: { written: number }[] = await manager.query(TRANSITION_SQL, [
-      id,
-      change.status,
-      change.nodeId,
-      change.driverRef,
-      change.exitCode,
-      change.taskState,
-      expected,
-      hub,
-    ]);
+  async transition(id: string, expected: ExecutionStatus, hub: number | null, change: ExecutionChange, manager?: EntityManager): Promise<boolean> {
+    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub];
+    // Within a transaction, on its connection; otherwise as the named statement every start and end runs.
+    const [{ written }]: { written: number }[] = manager
+      ? await manager.query(TRANSITION.text, values)
+      : (await runNamed<{ written: number }>(this.dataSource, TRANSITION, values)).rows;
     return written > 0;
   }
 

@@ -458,6 +458,7 @@ describe('the job path', () => {
           monitors: Map<string, number>;
           gates: Map<string, number>;
           abandoned: Map<string, unknown>;
+          exitedAt: Map<string, unknown>;
           launcher: { pending: Map<string, unknown> };
         }
       >(CLUSTER_DRIVER);
@@ -472,7 +473,9 @@ describe('the job path', () => {
         'the starts to be forgotten',
       );
       expect(driver.listeners.length).toBe(listenersBefore);
-      expect([driver.watched.size, driver.monitors.size, driver.gates.size, driver.abandoned.size, driver.launcher.pending.size]).toEqual([0, 0, 0, 0, 0]);
+      expect([driver.watched.size, driver.monitors.size, driver.gates.size, driver.abandoned.size, driver.exitedAt.size, driver.launcher.pending.size]).toEqual(
+        [0, 0, 0, 0, 0, 0],
+      );
       expect([[...scheduler.prepared.values()].flat().length, scheduler.followed.size]).toEqual([0, 0]);
       expect(handles()).toBeLessThanOrEqual(handlesBefore);
     } finally {

@@ -104,11 +104,13 @@ export interface ClusterDriver {
   outcomes(tracked: readonly Tracked[]): Promise<Map<string, Outcome>>;
   /** Kills an execution and everything it started. */
   stop(tracked: Tracked): Promise<void>;
+  /** Called whenever an execution may have ended, so that the service looks at once rather than at its next poll. */
+  onChange(listener: () => void): void;
   /**
-   * Called whenever an execution may have ended, so that the service looks at once rather than at
-   * its next poll; with its id when the driver knows which one it was.
+   * Called as soon as the task of an execution the driver started has exited, before its end can be
+   * read (drivers that know: the local one), so that its CPUs can go to the next at once.
    */
-  onChange(listener: (executionId?: string) => void): void;
+  onExit?(listener: (executionId: string) => void): void;
   /**
    * How many launches per node the driver keeps prepared ahead of their slot (0 or absent: it
    * prepares none, and has no `prepare`, `release` or `abandon`). A prepared launch has done all

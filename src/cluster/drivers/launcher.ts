@@ -16,10 +16,10 @@ import { PRIVILEGED_ENV } from './host-tools.js';
  * execution's working directory as the leader of a session of its own, its output appended to the
  * execution's logs; it runs the isolation, which runs the task's init (`$2`) with the files that
  * hold the task's environment and command (`$3`, `$4`, in the execution's directory), the id, and
- * `gated` when it waits at a gate. The launcher answers on descriptor 3 with `spawned <id> <pid>`, or
- * `failed <id>` when it cannot enter the working directory or make the gate; the launch later
- * says `started <id>` and `ended <id>` there. `jobs` reaps the monitors that ended since the last
- * request, so that none stays a zombie for long; they outlive the launcher.
+ * `gated` when it waits at a gate. The launcher answers on descriptor 3 with `spawned <id> <pid>`,
+ * or `failed <id>` when it cannot enter the working directory or make the gate; the launch later
+ * says `started <id>`, `exited <id>` and `ended <id>` there. `jobs` reaps the monitors that ended
+ * since the last request, so that none stays a zombie for long; they outlive the launcher.
  *
  * A gate is a FIFO the launcher makes (root's alone, in the execution's directory, where the hub
  * removed any an earlier launch left) and the launch holds open for reading on descriptor 4, down
@@ -91,8 +91,8 @@ export class Launcher {
     private readonly programs: LauncherPrograms,
     /** The scripts of the launch's monitor and task init, and the names of its files of environment and command. */
     private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly environmentFile: string; readonly commandFile: string },
-    /** Called with each execution whose launch says it ended. */
-    private readonly ended: (executionId: string) => void,
+    /** Called with each execution whose launch says its task exited, then that it ended (its exit code written). */
+    private readonly events: { readonly exited: (executionId: string) => void; readonly ended: (executionId: string) => void },
     private readonly logger?: Logger,
   ) {}
 
@@ -207,7 +207,10 @@ export class Launcher {
         // that `spawned` still finds it.
         pending?.started?.();
         if (pending) pending.started = undefined;
-        this.ended(executionId);
+        this.events.ended(executionId);
+        break;
+      case 'exited':
+        this.events.exited(executionId);
         break;
       default:
         this.logger?.warn({ line }, 'The launcher said something unexpected');

@@ -21,8 +21,9 @@ const GATE_FILE = 'gate';
  * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
  * environment, as the leader of a session and process group of its own: it joins the execution's
  * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
- * finds it, even across a hub restart (`$0` is that file), and tells the hub it ended (on
- * descriptor 3, when the hub that started it still listens). It runs only programs named by
+ * finds it, even across a hub restart (`$0` is that file), and tells the hub that its task
+ * exited (as soon as it has), then that it ended (once the exit code is written), on descriptor 3,
+ * when the hub that started it still listens. It runs only programs named by
  * absolute paths (`$MV`, `$RM` come from its fixed environment) and is never given anything of
  * the job's but the launch's files. A stop signals the whole process group: it only notes the
  * signal and keeps waiting.
@@ -33,9 +34,11 @@ const MONITOR = [
   '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") </dev/null & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
+  // The task is gone: its CPUs may go to the next at once, before this launch's own bookkeeping.
+  "trap '' PIPE; printf 'exited %s\\n' \"$id\" >&3",
   `"$RM" -f "$dir/${ENVIRONMENT_FILE}" "$dir/${COMMAND_FILE}"`,
   'printf %s "$code" > "$exit_file.tmp" && "$MV" "$exit_file.tmp" "$exit_file"',
-  "trap '' PIPE; printf 'ended %s\\n' \"$id\" >&3",
+  'printf \'ended %s\\n\' "$id" >&3',
   'exit "$code"',
 ].join('\n');
 
@@ -153,7 +156,8 @@ function limitMessage(limit: keyof ExecutionLimits, limits: ExecutionLimits): st
 export class LocalDriver implements ClusterDriver {
   readonly name = 'local';
   readonly queues = false;
-  private readonly listeners: ((executionId?: string) => void)[] = [];
+  private readonly listeners: (() => void)[] = [];
+  private readonly exitListeners: ((executionId: string) => void)[] = [];
   private readonly programs: LaunchPrograms;
   /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
   private readonly userNamespaces: boolean;
@@ -165,6 +169,8 @@ export class LocalDriver implements ClusterDriver {
   private readonly gates = new Map<string, { readonly fd: number; readonly executionDir: string }>();
   /** Prepared launches let go of, until they have ended. */
   private readonly abandoned = new Map<string, () => void>();
+  /** When this hub heard each launch's task exit, until its end is read: a finer time than the exit-code file's (the kernel's clock tick). */
+  private readonly exitedAt = new Map<string, string>();
   readonly preparesPerNode: number;
 
   constructor(
@@ -188,7 +194,7 @@ export class LocalDriver implements ClusterDriver {
     this.launcher = new Launcher(
       this.programs,
       { monitor: MONITOR, taskInit: TASK_INIT, environmentFile: ENVIRONMENT_FILE, commandFile: COMMAND_FILE },
-      (executionId) => this.launchEnded(executionId),
+      { exited: (executionId) => this.taskExited(executionId), ended: (executionId) => this.launchEnded(executionId) },
       logger,
     );
     this.preparesPerNode = options.prepared;
@@ -360,7 +366,14 @@ export class LocalDriver implements ClusterDriver {
     }
     const abandoned = this.abandoned.get(executionId);
     if (abandoned) return abandoned();
-    this.changed(executionId);
+    this.changed();
+  }
+
+  /** A launch's task exited (its exit code is not written yet): its CPUs are free. */
+  private taskExited(executionId: string): void {
+    if (this.abandoned.has(executionId)) return;
+    this.exitedAt.set(executionId, new Date().toISOString());
+    for (const listener of this.exitListeners) listener(executionId);
   }
 
   close(): Promise<void> {
@@ -385,8 +398,12 @@ export class LocalDriver implements ClusterDriver {
     this.signal(pid, 'SIGKILL');
   }
 
-  onChange(listener: (executionId?: string) => void): void {
+  onChange(listener: () => void): void {
     this.listeners.push(listener);
+  }
+
+  onExit(listener: (executionId: string) => void): void {
+    this.exitListeners.push(listener);
   }
 
   /**
@@ -455,10 +472,13 @@ export class LocalDriver implements ClusterDriver {
     }
     // Its background leftovers end with it, as when the hub saw it exit.
     this.signal(pid, 'SIGKILL');
-    const ended = await outcomeFromExitCode(execution.executionDir);
+    const written = await outcomeFromExitCode(execution.executionDir);
+    const exitedAt = this.exitedAt.get(execution.executionId);
+    const ended = written && exitedAt ? { ...written, finishedAt: exitedAt } : written;
     // Nothing is kept of an execution that has ended.
     this.watched.delete(execution.executionId);
     this.monitors.delete(execution.executionId);
+    this.exitedAt.delete(execution.executionId);
     if (!watched) return ended ?? LOST;
     // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
     const noted = await readFile(join(execution.executionDir, ENDED_BY_FILE), 'utf8').catch(() => '');
@@ -482,7 +502,7 @@ export class LocalDriver implements ClusterDriver {
     }
   }
 
-  private changed(executionId?: string): void {
-    for (const listener of this.listeners) listener(executionId);
+  private changed(): void {
+    for (const listener of this.listeners) listener();
   }
 }
