@@ -28,6 +28,8 @@ import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 const TICK_MS = 1000;
 const NODE_SYNC_EVERY = 10;
 const ADOPT_EVERY = 5;
+/** At most how long a submission that can only be prepared waits for the round it shares with others. */
+const PREPARE_AFTER_MS = 20;
 /** How many executions in line one placement round looks at. */
 const PLACE_BATCH = 32;
 /** Announced (at commit) by a submission: hubs wake to place it. */
@@ -115,6 +117,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * which says again.
    */
   private fullBelow?: number;
+  /** The round submissions that can only be prepared share (see `submitted`). */
+  private placeSoon?: NodeJS.Timeout;
   private stopped = false;
   private readonly logger: Logger;
 
@@ -171,6 +175,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.placeSoon);
     await this.running;
     await Promise.all(this.starting);
     // What this hub prepared goes back in line for the hubs that stay (or for its return).
@@ -181,10 +186,27 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     await this.presence?.release();
   }
 
-  /** Places a new submission now, unless it could go nowhere (see `fullBelow`). */
+  /**
+   * Places a new submission now, unless it could go nowhere but among those prepared (see
+   * `fullBelow`): then it waits for a round that others share, PREPARE_AFTER_MS later at the most
+   * (none while as many are prepared as may be), rather than run one of its own: while
+   * submissions pour in, that is one round for many of them, where each round costs more than a
+   * submission. Nothing that could start now waits for it.
+   */
   submitted(priority: number): void {
-    if (this.fullBelow !== undefined && priority <= this.fullBelow && !this.preparedRunLow()) return;
+    if (this.fullBelow === undefined || priority > this.fullBelow) return this.wake();
+    if (this.preparedRunLow() || this.mayPrepareMore()) this.placeSoon ??= setTimeout(() => this.placeShared(), PREPARE_AFTER_MS);
+  }
+
+  private placeShared(): void {
+    this.placeSoon = undefined;
     this.wake();
+  }
+
+  /** Whether this hub keeps fewer prepared launches on a node than it may. */
+  private mayPrepareMore(): boolean {
+    const capacity = this.driver.preparesPerNode ?? 0;
+    return capacity > 0 && [...this.ownNodeIds].some((nodeId) => (this.prepared.get(nodeId)?.length ?? 0) < capacity);
   }
 
   /** Whether this hub keeps fewer prepared launches on a node than half of what it may (then a round prepares more). */

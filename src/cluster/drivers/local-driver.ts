@@ -169,6 +169,8 @@ export class LocalDriver implements ClusterDriver {
   private readonly gates = new Map<string, { readonly fd: number; readonly executionDir: string }>();
   /** Prepared launches let go of, until they have ended. */
   private readonly abandoned = new Map<string, () => void>();
+  /** Directories of executions made traversable already. */
+  private readonly madeParents = new Set<string>();
   /** When this hub heard each launch's task exit, until its end is read: a finer time than the exit-code file's (the kernel's clock tick). */
   private readonly exitedAt = new Map<string, string>();
   readonly preparesPerNode: number;
@@ -301,18 +303,11 @@ export class LocalDriver implements ClusterDriver {
     if (this.options.root && (!launch.identity || launch.identity.uid === 0))
       throw new Error('it would run as root: it was submitted while the hub did not run as root; submit it again');
     const workDir = join(launch.executionDir, 'work');
-    const logs = join(launch.executionDir, 'logs');
     const envFile = join(launch.executionDir, ENVIRONMENT_FILE);
-    mkdirSync(workDir, { recursive: true, mode: 0o700 });
-    mkdirSync(logs, { recursive: true, mode: 0o700 });
-    chmodSync(dirname(launch.executionDir), 0o711);
-    chmodSync(launch.executionDir, 0o711);
-    // What a launch let go of before its task ran (a prepared one) may have left.
+    const commandFile = join(launch.executionDir, COMMAND_FILE);
     const exitFile = exitFileOf(launch.executionDir);
     const gate = join(launch.executionDir, GATE_FILE);
-    rmSync(exitFile, { force: true });
-    rmSync(gate, { force: true });
-    const commandFile = join(launch.executionDir, COMMAND_FILE);
+    this.makeExecutionDir(launch.executionDir, [exitFile, gate]);
     writeFileSync(envFile, environmentFile(launch.env), { mode: 0o400 });
     writeFileSync(commandFile, commandLine(launch.command, launch.args), { mode: 0o400 });
     const identity = launch.identity;
@@ -322,8 +317,6 @@ export class LocalDriver implements ClusterDriver {
       chownSync(commandFile, identity.uid, identity.gid);
     }
     const cgroups = await this.limit(launch);
-    // The logs are the hub's (the launcher appends to them as it): created here, so that they exist from the start.
-    for (const log of ['stdout', 'stderr']) closeSync(openSync(join(logs, log), 'a', 0o600));
     let pid: number;
     try {
       pid = await this.launcher.spawn({
@@ -342,6 +335,31 @@ export class LocalDriver implements ClusterDriver {
     // Read and write, so that opening never waits; the launch's own open (for reading) waits for this one.
     if (gated) this.gates.set(launch.executionId, { fd: openSync(gate, 'r+'), executionDir: launch.executionDir });
     return pid;
+  }
+
+  /**
+   * Makes an execution's directory (the hub's, traversable), its `work/` and its `logs/` (which the
+   * launcher's appends create the logs in); an execution launched before (a prepared launch let go
+   * of) keeps them, less the files its launch left (`stale`). The directory of all executions is
+   * made traversable once.
+   */
+  private makeExecutionDir(executionDir: string, stale: readonly string[]): void {
+    const parent = dirname(executionDir);
+    if (!this.madeParents.has(parent)) {
+      mkdirSync(parent, { recursive: true });
+      chmodSync(parent, 0o711);
+      this.madeParents.add(parent);
+    }
+    try {
+      mkdirSync(executionDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      for (const file of stale) rmSync(file, { force: true });
+    }
+    // Whatever the hub's umask: the job's user must traverse it.
+    chmodSync(executionDir, 0o711);
+    mkdirSync(join(executionDir, 'work'), { recursive: true, mode: 0o700 });
+    mkdirSync(join(executionDir, 'logs'), { recursive: true, mode: 0o700 });
   }
 
   /** Until the launch says the task's process starts (when it did), or has ended without it, or it takes too long. */
