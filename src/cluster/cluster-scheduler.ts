@@ -266,14 +266,18 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.followed.delete(execution.id);
       // A prepared launch is let go of by the hub that prepared it.
       if (preparedBy === this.presence?.hub) await this.dropPrepared(execution.id);
-      else if (preparedBy !== undefined)
-        await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: execution.id })]);
+      else if (preparedBy !== undefined) await this.askToStop(execution.id);
       if (!target) continue;
       const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
       // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
       if (target.hub === this.presence?.hub || (target.nodeId !== null && this.ownNodeIds.has(target.nodeId))) await this.stopQuietly(tracked);
-      else await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: execution.id })]);
+      else await this.askToStop(execution.id);
     }
+  }
+
+  /** Asks, through the database, the hub that follows (or prepared) an execution to stop what runs of it. */
+  private async askToStop(executionId: string): Promise<void> {
+    await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: executionId })]);
   }
 
   @Interval('cluster-prune', PRUNE_INTERVAL_MS)
