@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -37,6 +37,18 @@ describe('the launcher', () => {
     await started;
     expect([Number.isInteger(pid) && pid > 0, ended]).toEqual([true, ['quick']]);
     launcher.forget('quick');
+  });
+
+  it('sends a launch to a new launcher when its request reached no one (the launcher had died, its end not yet heard)', async () => {
+    await launcher.spawn(request('first'));
+    launcher.forget('first');
+    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    process.kill(dead, 'SIGKILL');
+    // Until it is a zombie, without letting the event loop hear of its end.
+    while (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${dead}/stat`, 'utf8'))) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+    const pid = await launcher.spawn(request('second'));
+    launcher.forget('second');
+    expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
   });
 
   it('fails a launch whose working directory cannot be entered', async () => {

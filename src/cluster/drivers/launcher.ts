@@ -62,6 +62,10 @@ export interface LaunchRequest {
 interface Pending {
   spawned?: (pid: number) => void;
   failed?: (error: Error) => void;
+  /** The launcher its request went to, whether it reached that launcher's pipe, and whether that launcher has ended. */
+  sentTo?: Writable;
+  delivered?: boolean;
+  orphaned?: boolean;
   /** With when the launch said its task's process starts; with nothing when it ended (or failed) without. */
   started?: (at?: Date) => void;
 }
@@ -110,13 +114,39 @@ export class Launcher {
     // A line break would shift every line after it: none of these is the job's, but none may carry one anyway.
     const broken = lines.find((line) => /[\n\r\0]/.test(line));
     if (broken !== undefined) return Promise.reject(new Error(`a launch argument holds a line break or NUL: ${JSON.stringify(broken)}`));
-    const requests = this.running();
     return new Promise<number>((resolve, reject) => {
       const pending = this.entry(request.executionId);
       pending.spawned = resolve;
       pending.failed = reject;
-      requests.write(`${lines.join('\n')}\n`);
+      this.send(request.executionId, pending, `${lines.join('\n')}\n`, 1);
     });
+  }
+
+  /**
+   * Writes a launch's request to the launcher. A request that never reached its pipe (the launcher
+   * had died, its end not yet heard) was read by nobody and started nothing: it goes to the next
+   * launcher. One that reached the pipe of a launcher that then ended may or may not have been
+   * acted on: it fails, and never runs twice.
+   */
+  private send(executionId: string, pending: Pending, request: string, retries: number): void {
+    const requests = this.running();
+    Object.assign(pending, { sentTo: requests, delivered: false, orphaned: false });
+    requests.write(request, (error) => {
+      if (pending.sentTo !== requests || !pending.failed) return;
+      if (!error) {
+        pending.delivered = true;
+        if (pending.orphaned) this.fail(executionId, pending);
+        return;
+      }
+      if (this.requests === requests) this.requests = undefined;
+      if (retries > 0) this.send(executionId, pending, request, retries - 1);
+      else this.fail(executionId, pending);
+    });
+  }
+
+  private fail(executionId: string, pending: Pending): void {
+    pending.failed?.(new Error('the launcher ended before it started the execution'));
+    this.pending.delete(executionId);
   }
 
   /**
@@ -160,7 +190,7 @@ export class Launcher {
       stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
     });
     const requests = child.stdin as Writable;
-    // A launcher that died takes its pipe with it: the write fails, and the launch with the launcher's end below.
+    // A launcher that died takes its pipe with it: the write fails (see send).
     requests.on('error', () => undefined);
     createInterface({ input: child.stdio[3] as Readable }).on('line', (line) => this.heard(line));
     createInterface({ input: child.stderr as Readable }).on('line', (line) => this.logger?.warn({ line }, 'The launcher says'));
@@ -168,11 +198,10 @@ export class Launcher {
       if (this.requests === requests) this.requests = undefined;
       if (!this.closed) this.logger?.warn({ code, signal }, 'The launcher ended; the next launch starts another');
       for (const [executionId, pending] of this.pending) {
-        // Spawned launches run on: only those that were still being spawned fail.
-        if (pending.failed) {
-          pending.failed(new Error('the launcher ended before it started the execution'));
-          this.pending.delete(executionId);
-        }
+        // Spawned launches run on: only those still being spawned by this launcher fail, once their request is known to have reached it.
+        if (!pending.failed || pending.sentTo !== requests) continue;
+        if (pending.delivered) this.fail(executionId, pending);
+        else pending.orphaned = true;
       }
     });
     child.unref();
