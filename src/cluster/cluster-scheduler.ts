@@ -85,9 +85,10 @@ function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean 
  * follows and settles an execution. Where the driver prepares launches, the next in line are
  * claimed `prepared` while the node is full and launched up to their gate; the end of an
  * execution this hub started hands its CPUs to the first of them at once (one statement, then a
- * write to its gate), before its end is even recorded. A hub that dies leaves its executions to a live hub sharing
- * their node (see {@link HubPresence}), or to its own return. A tick each second is the safety
- * net, a queueing cluster's poll, and where nodes are synced and dead hubs' work adopted.
+ * write to its gate), before its end is even recorded. A hub that dies leaves its executions to a
+ * live hub sharing their node (see {@link HubPresence}), or to its own return. A tick each second
+ * is the safety net, a queueing cluster's poll, and where nodes are synced and dead hubs' work
+ * adopted.
  */
 @Injectable()
 export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -111,10 +112,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private readonly followed = new Map<string, { readonly nodeId: string; readonly cpu: number; recorded: boolean; handedOver?: Promise<boolean> }>();
   /**
    * Set by the last round when it left every node full: a new submission of no better priority
-   * than this (the worst of those prepared) can neither start nor be prepared now, so it waits for
-   * the next round without one of its own, while this hub's prepared launches are at least half
-   * as many as it may keep (below that, rounds prepare more). Whatever frees CPUs runs a round,
-   * which says again.
+   * than this (the worst of those prepared) can neither start nor go before those prepared, so it
+   * runs no round of its own (see `submitted`). Whatever frees CPUs runs a round, which says again.
    */
   private fullBelow?: number;
   /** The round submissions that can only be prepared share (see `submitted`). */
@@ -195,7 +194,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    */
   submitted(priority: number): void {
     if (this.fullBelow === undefined || priority > this.fullBelow) return this.wake();
-    if (this.preparedRunLow() || this.mayPrepareMore()) this.placeSoon ??= setTimeout(() => this.placeShared(), PREPARE_AFTER_MS);
+    if (this.preparedFewerThan(1)) this.placeSoon ??= setTimeout(() => this.placeShared(), PREPARE_AFTER_MS);
   }
 
   private placeShared(): void {
@@ -203,16 +202,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.wake();
   }
 
-  /** Whether this hub keeps fewer prepared launches on a node than it may. */
-  private mayPrepareMore(): boolean {
-    const capacity = this.driver.preparesPerNode ?? 0;
-    return capacity > 0 && [...this.ownNodeIds].some((nodeId) => (this.prepared.get(nodeId)?.length ?? 0) < capacity);
-  }
-
-  /** Whether this hub keeps fewer prepared launches on a node than half of what it may (then a round prepares more). */
-  private preparedRunLow(): boolean {
-    const half = Math.ceil((this.driver.preparesPerNode ?? 0) / 2);
-    return half > 0 && [...this.ownNodeIds].some((nodeId) => (this.prepared.get(nodeId)?.length ?? 0) < half);
+  /** Whether this hub keeps fewer prepared launches on one of its nodes than `share` of what it may keep there. */
+  private preparedFewerThan(share: number): boolean {
+    const wanted = Math.ceil((this.driver.preparesPerNode ?? 0) * share);
+    return wanted > 0 && [...this.ownNodeIds].some((nodeId) => (this.prepared.get(nodeId)?.length ?? 0) < wanted);
   }
 
   /**
@@ -302,8 +295,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.followDue = false;
       this.placeDue = false;
       try {
-        // A round when CPUs were freed (not handed to a prepared launch), or to prepare more.
-        if (follow && ((await this.follow()) || this.preparedRunLow())) place = true;
+        // A round when CPUs were freed (not handed to a prepared launch), or when half or more of those prepared have gone.
+        if (follow && ((await this.follow()) || this.preparedFewerThan(0.5))) place = true;
         while (place && !this.stopped && (await this.placeRound()));
       } catch (error) {
         this.logger.error({ err: error }, 'Cluster scheduling failed; retrying at the next event or tick');

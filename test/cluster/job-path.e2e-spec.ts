@@ -37,12 +37,22 @@ function openDir(prefix: string): string {
   return dir;
 }
 
+/** The processes whose command line names `text`. */
+function processesNaming(text: string): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    try {
+      return /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) ? [Number(entry)] : [];
+    } catch {
+      return []; // Gone meanwhile.
+    }
+  });
+}
+
 /** Kills whatever still runs from a directory (the suite's own jobs). */
 function killAllUnder(dir: string): void {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  for (const pid of processesNaming(dir)) {
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(dir)) process.kill(-Number(entry), 'SIGKILL');
+      process.kill(-pid, 'SIGKILL');
     } catch {
       // Gone, or not a group leader.
     }
@@ -338,15 +348,8 @@ describe('the job path', () => {
       const urgentDone = await c.executionOf(urgentId);
       expect(urgentDone.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Queued', 'Killed']);
       expect(back.taskStates.main.events.map((event) => event.type)).toEqual(['Received', ...back.taskStates.main.events.slice(1).map(() => 'Queued')]);
-      // No launch of the stopped ones waits on: nothing runs from their directories.
-      const running = readdirSync('/proc').filter((entry) => {
-        try {
-          return /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(urgentId);
-        } catch {
-          return false;
-        }
-      });
-      expect(running).toEqual([]);
+      // No launch of the stopped one waits on: nothing runs that names its execution.
+      expect(processesNaming(urgentDone.id)).toEqual([]);
     } finally {
       await hub.close();
     }
