@@ -51,6 +51,31 @@ describe('the launcher', () => {
     expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
   });
 
+  it('sends a launch to a new launcher when its request reached the pipe of a launcher that died before reading it', async () => {
+    await launcher.spawn(request('third'));
+    launcher.forget('third');
+    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    // Stopped, the launcher reads nothing: the request sits in its pipe until it is killed.
+    process.kill(dead, 'SIGSTOP');
+    const spawned = launcher.spawn(request('fourth'));
+    process.kill(dead, 'SIGKILL');
+    const pid = await spawned;
+    launcher.forget('fourth');
+    expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
+  });
+
+  it('fails, and never sends again, a launch whose launcher said it took the request and then died', async () => {
+    await launcher.spawn(request('fifth'));
+    launcher.forget('fifth');
+    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    process.kill(dead, 'SIGSTOP');
+    const spawned = launcher.spawn(request('sixth'));
+    // As if it had read the request and died before saying what came of it.
+    heard('taken sixth');
+    process.kill(dead, 'SIGKILL');
+    await expect(spawned).rejects.toThrow('ended before it started');
+  });
+
   it('fails a launch whose working directory cannot be entered', async () => {
     await expect(launcher.spawn({ ...request('gone'), executionDir: join(root, 'none') })).rejects.toThrow('could not be entered');
   });

@@ -16,10 +16,12 @@ import { PRIVILEGED_ENV } from './host-tools.js';
  * execution's working directory as the leader of a session of its own, its output appended to the
  * execution's logs; it runs the isolation, which runs the task's init (`$2`) with the files that
  * hold the task's environment and command (`$3`, `$4`, in the execution's directory), the id, and
- * `gated` when it waits at a gate. The launcher answers on descriptor 3 with `spawned <id> <pid>`,
- * or `failed <id>` when it cannot enter the working directory or make the gate; the launch later
- * says `started <id>`, `exited <id>` and `ended <id>` there. `jobs` reaps the monitors that ended
- * since the last request, so that none stays a zombie for long; they outlive the launcher.
+ * `gated` when it waits at a gate. The launcher answers on descriptor 4, which is its alone (a
+ * launch's gate takes its place, so it closes when the launcher ends): `taken <id>` once it has read a whole
+ * request and before it acts on it, then `spawned <id> <pid>`, or `failed <id>` when it cannot enter
+ * the working directory or make the gate. The launch says `started <id>`, `exited <id>` and
+ * `ended <id>` on descriptor 3. `jobs` reaps the monitors that ended since the last request, so that
+ * none stays a zombie for long; they outlive the launcher.
  *
  * A gate is a FIFO the launcher makes (root's alone, in the execution's directory, where the hub
  * removed any an earlier launch left) and the launch holds open for reading on descriptor 4, down
@@ -37,11 +39,12 @@ const LAUNCHER = [
   '  jobs >/dev/null',
   '  set --',
   '  while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done',
+  `  printf 'taken %s\\n' "$id" >&4`,
   // Entered here, not in the child, so that a launch that cannot start is told before anything else of it.
-  `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&3; continue; }`,
-  `  [ -z "$gate" ] || "$MKFIFO" -m 600 "$gate" || { printf 'failed %s\\n' "$id" >&3; cd /; continue; }`,
+  `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&4; continue; }`,
+  `  [ -z "$gate" ] || "$MKFIFO" -m 600 "$gate" 4>&- || { printf 'failed %s\\n' "$id" >&4; cd /; continue; }`,
   '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &',
-  `  printf 'spawned %s %s\\n' "$id" "$!" >&3`,
+  `  printf 'spawned %s %s\\n' "$id" "$!" >&4`,
   '  cd /',
   'done',
 ].join('\n');
@@ -62,10 +65,11 @@ export interface LaunchRequest {
 interface Pending {
   spawned?: (pid: number) => void;
   failed?: (error: Error) => void;
-  /** The launcher its request went to, whether it reached that launcher's pipe, and whether that launcher has ended. */
+  /** The request, the launcher it went to, whether that launcher said it took it, and how many more launchers it may go to. */
+  request?: string;
   sentTo?: Writable;
-  delivered?: boolean;
-  orphaned?: boolean;
+  taken?: boolean;
+  resends?: number;
   /** With when the launch said its task's process starts; with nothing when it ended (or failed) without. */
   started?: (at?: Date) => void;
 }
@@ -81,8 +85,7 @@ export interface LauncherPrograms {
 
 /**
  * The resident launcher and what it says. Started on first use and again after it ends; a launch
- * waiting on a launcher that ended fails (its monitor, if it was spawned, runs on and is followed
- * as any other). Nothing is kept of a launch once its task has started, but the monitor's pid
+ * waiting on a launcher that ended goes to the next one or fails (see ended). Nothing is kept of a launch once its task has started, but the monitor's pid
  * until it ends.
  */
 export class Launcher {
@@ -116,32 +119,33 @@ export class Launcher {
     if (broken !== undefined) return Promise.reject(new Error(`a launch argument holds a line break or NUL: ${JSON.stringify(broken)}`));
     return new Promise<number>((resolve, reject) => {
       const pending = this.entry(request.executionId);
-      pending.spawned = resolve;
-      pending.failed = reject;
-      this.send(request.executionId, pending, `${lines.join('\n')}\n`, 1);
+      Object.assign(pending, { spawned: resolve, failed: reject, request: `${lines.join('\n')}\n`, resends: 1 });
+      this.send(pending);
     });
   }
 
-  /**
-   * Writes a launch's request to the launcher. A request that never reached its pipe (the launcher
-   * had died, its end not yet heard) was read by nobody and started nothing: it goes to the next
-   * launcher. One that reached the pipe of a launcher that then ended may or may not have been
-   * acted on: it fails, and never runs twice.
-   */
-  private send(executionId: string, pending: Pending, request: string, retries: number): void {
+  private send(pending: Pending): void {
     const requests = this.running();
-    Object.assign(pending, { sentTo: requests, delivered: false, orphaned: false });
-    requests.write(request, (error) => {
-      if (pending.sentTo !== requests || !pending.failed) return;
-      if (!error) {
-        pending.delivered = true;
-        if (pending.orphaned) this.fail(executionId, pending);
-        return;
-      }
-      if (this.requests === requests) this.requests = undefined;
-      if (retries > 0) this.send(executionId, pending, request, retries - 1);
-      else this.fail(executionId, pending);
-    });
+    Object.assign(pending, { sentTo: requests, taken: false });
+    // A launcher that died takes its pipe with it: the write fails, and its end settles the request (see ended).
+    requests.write(pending.request as string);
+  }
+
+  /**
+   * A launcher ended (its answers closed, all read). A request it never said it took was read by
+   * nobody, or only in part, and started nothing: it goes to the next launcher (the launcher may have
+   * died before the hub heard of it). One it took may or may not have been acted on: it fails, and
+   * never runs twice; a monitor it spawned runs on and is followed as any other.
+   */
+  private ended(requests: Writable): void {
+    if (this.requests === requests) this.requests = undefined;
+    for (const [executionId, pending] of this.pending) {
+      if (!pending.failed || pending.sentTo !== requests) continue;
+      if (!pending.taken && (pending.resends ?? 0) > 0 && !this.closed) {
+        pending.resends = (pending.resends ?? 0) - 1;
+        this.send(pending);
+      } else this.fail(executionId, pending);
+    }
   }
 
   private fail(executionId: string, pending: Pending): void {
@@ -187,25 +191,23 @@ export class Launcher {
       env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MV: mv, RM: rm, MKFIFO: mkfifo },
       // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.
       detached: true,
-      stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+      // 3: what launches say (they inherit it); 4: the launcher's own answers (a launch's gate takes its place).
+      stdio: ['pipe', 'ignore', 'pipe', 'pipe', 'pipe'],
     });
     const requests = child.stdin as Writable;
-    // A launcher that died takes its pipe with it: the write fails (see send).
     requests.on('error', () => undefined);
     createInterface({ input: child.stdio[3] as Readable }).on('line', (line) => this.heard(line));
+    createInterface({ input: child.stdio[4] as Readable })
+      .on('line', (line) => this.heard(line))
+      .on('close', () => this.ended(requests));
     createInterface({ input: child.stderr as Readable }).on('line', (line) => this.logger?.warn({ line }, 'The launcher says'));
     child.once('exit', (code, signal) => {
+      // No request goes to it any more; those it had are settled once its answers are all read.
       if (this.requests === requests) this.requests = undefined;
       if (!this.closed) this.logger?.warn({ code, signal }, 'The launcher ended; the next launch starts another');
-      for (const [executionId, pending] of this.pending) {
-        // Spawned launches run on: only those still being spawned by this launcher fail, once their request is known to have reached it.
-        if (!pending.failed || pending.sentTo !== requests) continue;
-        if (pending.delivered) this.fail(executionId, pending);
-        else pending.orphaned = true;
-      }
     });
     child.unref();
-    for (const stream of [child.stdin, child.stderr, child.stdio[3]]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    for (const stream of [child.stdin, child.stderr, child.stdio[3], child.stdio[4]]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
     this.process = child;
     this.requests = requests;
     return requests;
@@ -215,10 +217,13 @@ export class Launcher {
     const [what, executionId, pid] = line.split(' ');
     const pending = this.pending.get(executionId);
     switch (what) {
+      case 'taken':
+        if (pending) pending.taken = true;
+        break;
       case 'spawned':
         if (pending?.spawned) {
           pending.spawned(Number(pid));
-          pending.spawned = pending.failed = undefined;
+          pending.spawned = pending.failed = pending.request = pending.sentTo = undefined;
         }
         break;
       case 'failed':
