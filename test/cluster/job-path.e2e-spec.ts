@@ -37,15 +37,23 @@ function openDir(prefix: string): string {
   return dir;
 }
 
+/** A process's arguments, NUL-terminated; empty once it is gone. */
+function commandLineOf(pid: number | string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** The processes whose command line names `text`. */
 function processesNaming(text: string): number[] {
-  return readdirSync('/proc').flatMap((entry) => {
-    try {
-      return /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) ? [Number(entry)] : [];
-    } catch {
-      return []; // Gone meanwhile.
-    }
-  });
+  return readdirSync('/proc').flatMap((entry) => (/^\d+$/.test(entry) && commandLineOf(entry).includes(text) ? [Number(entry)] : []));
+}
+
+/** The task init of an execution's prepared launch, `sh -c <init> ../task <id> gated`: the monitor and the isolation name its arguments too, among more. */
+function gatedInits(executionId: string): number[] {
+  return processesNaming(`\0${executionId}\0gated\0`).filter((pid) => commandLineOf(pid).split('\0').length === 7);
 }
 
 /** Kills whatever still runs from a directory (the suite's own jobs). */
@@ -284,8 +292,8 @@ describe('the job path', () => {
       ]);
       // Its launch waits at its gate: its processes run, its task does not.
       await poll(
-        () => Promise.resolve(readdirSync(join(sharedDir, 'executions', prepared.id))),
-        (files) => files.includes('gate'),
+        () => Promise.resolve(gatedInits(prepared.id)),
+        (pids) => pids.length === 1,
         'the launch to wait at its gate',
       );
       await new Promise((resolve) => setTimeout(resolve, 300));

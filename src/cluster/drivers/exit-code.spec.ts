@@ -17,8 +17,9 @@ describe('outcomeFromExitCode', () => {
     return outcomeFromExitCode(dir);
   };
 
-  it('is undefined while there is no exit code', async () => {
+  it('is undefined while there is no exit code, or an empty file (its monitor was killed before its one write)', async () => {
     await expect(outcomeFromExitCode(dir)).resolves.toBeUndefined();
+    await expect(written('')).resolves.toBeUndefined();
   });
 
   it('reads 0 as completed and any other code as failed, naming it', async () => {
@@ -34,7 +35,7 @@ describe('outcomeFromExitCode', () => {
     await expect(outcomeFromExitCode(dir)).resolves.toBeUndefined();
   });
 
-  it.each(['garbage', '', '-1', '256', '1.5', '9999'])(
+  it.each(['garbage', ' ', '-1', '256', '1.5', '9999'])(
     'reads what the task may have written over it (%j) as a failure, never as a number it is not',
     async (text) => {
       await expect(written(text)).resolves.toEqual({

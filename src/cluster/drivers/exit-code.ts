@@ -19,6 +19,8 @@ async function readExitFile(executionDir: string): Promise<{ text: string; writt
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) return { text: '', writtenAt: stats.mtime };
+    // Made by a monitor that was killed before its one write: no exit code.
+    if (stats.size === 0) return undefined;
     const buffer = Buffer.alloc(MAX_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, MAX_BYTES, 0);
     return { text: buffer.subarray(0, bytesRead).toString('utf8').trim(), writtenAt: stats.mtime };

@@ -1,6 +1,6 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { systemProgram } from './host-tools.js';
 import { Launcher } from './launcher.js';
@@ -13,7 +13,7 @@ describe('the launcher', () => {
   // A monitor that only waits a little: what the launcher itself says is under test.
   const launcher = new Launcher(
     programs,
-    { monitor: 'sleep 0.2', taskInit: ':', environmentFile: 'environment', commandFile: 'command' },
+    { monitor: 'sleep 0.2', taskInit: ':', taskFile: 'task', gates: root },
     { exited: () => undefined, ended: (id) => ended.push(id) },
   );
   const heard = (line: string) => (launcher as unknown as { heard(line: string): void }).heard(line);
@@ -33,7 +33,7 @@ describe('the launcher', () => {
     const spawned = launcher.spawn(request('quick'));
     // Two processes write to the pipe: a short task's end can come first.
     heard('ended quick');
-    const pid = await spawned;
+    const { pid } = await spawned;
     await started;
     expect([Number.isInteger(pid) && pid > 0, ended]).toEqual([true, ['quick']]);
     launcher.forget('quick');
@@ -46,7 +46,7 @@ describe('the launcher', () => {
     process.kill(dead, 'SIGKILL');
     // Until it is a zombie, without letting the event loop hear of its end.
     while (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${dead}/stat`, 'utf8'))) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
-    const pid = await launcher.spawn(request('second'));
+    const { pid } = await launcher.spawn(request('second'));
     launcher.forget('second');
     expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
   });
@@ -59,7 +59,7 @@ describe('the launcher', () => {
     process.kill(dead, 'SIGSTOP');
     const spawned = launcher.spawn(request('fourth'));
     process.kill(dead, 'SIGKILL');
-    const pid = await spawned;
+    const { pid } = await spawned;
     launcher.forget('fourth');
     expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
   });
@@ -74,6 +74,24 @@ describe('the launcher', () => {
     heard('taken sixth');
     process.kill(dead, 'SIGKILL');
     await expect(spawned).rejects.toThrow('ended before it started');
+  });
+
+  it('gives each gated launch a gate of its own, a FIFO only root may open, made with others ahead of need', async () => {
+    const gates: string[] = [];
+    for (const id of ['gated-1', 'gated-2', 'gated-3']) {
+      const gate = (await launcher.spawn({ ...request(id), gated: true })).gate ?? '';
+      // The launch's own open of its gate waits for the hub's.
+      closeSync(openSync(gate, 'r+'));
+      launcher.forget(id);
+      gates.push(gate);
+    }
+    const made = readdirSync(root).filter((name) => statSync(join(root, name)).isFIFO());
+    expect({
+      distinct: new Set(gates).size,
+      inRoot: gates.every((gate) => dirname(gate) === root),
+      modes: gates.map((gate) => (statSync(gate).mode & 0o777).toString(8)),
+      made: made.length,
+    }).toEqual({ distinct: 3, inRoot: true, modes: ['600', '600', '600'], made: 16 });
   });
 
   it('fails a launch whose working directory cannot be entered', async () => {

@@ -4,6 +4,9 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { PRIVILEGED_ENV } from './host-tools.js';
 
+/** How many gates one `mkfifo` makes: the launcher keeps a few ready, each launch that waits at one takes one. */
+const GATES_AT_ONCE = 16;
+
 /**
  * The launcher: one small shell the hub starts once (as root, when it is) with the fixed
  * environment, which starts each execution's monitor for it. The hub's own process is large, and
@@ -11,40 +14,45 @@ import { PRIVILEGED_ENV } from './host-tools.js';
  * grows with its memory: 14 ms at 200 MiB); a shell forks in a fraction of one.
  *
  * A request is lines the hub writes, never anything of the job's: the execution's id, directory,
- * exit-code file, control groups and gate (empty: none), then the number of arguments of the
- * isolation (unshare, setpriv and theirs), one a line. The monitor (`$1`) is started in the
- * execution's working directory as the leader of a session of its own, its output appended to the
- * execution's logs; it runs the isolation, which runs the task's init (`$2`) with the files that
- * hold the task's environment and command (`$3`, `$4`, in the execution's directory), the id, and
- * `gated` when it waits at a gate. The launcher answers on descriptor 4, which is its alone (a
- * launch's gate takes its place, so it closes when the launcher ends): `taken <id>` once it has read a whole
- * request and before it acts on it, then `spawned <id> <pid>`, or `failed <id>` when it cannot enter
- * the working directory or make the gate. The launch says `started <id>`, `exited <id>` and
- * `ended <id>` on descriptor 3. `jobs` reaps the monitors that ended since the last request, so that
- * none stays a zombie for long; they outlive the launcher.
+ * exit-code file, control groups and whether it waits at a gate (empty: it does not), then the
+ * number of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor
+ * (`$1`) is started in the execution's working directory as the leader of a session of its own,
+ * its output appended to the execution's logs; it runs the isolation, which runs the task's init
+ * (`$2`) with the file that holds the task's environment and command (`$3`, in the execution's
+ * directory), the id, and `gated` when it waits at a gate. The launcher answers on descriptor 4,
+ * which is its alone (a launch's gate takes its place, so it closes when the launcher ends):
+ * `taken <id>` once it has read a whole request and before it acts on it, then
+ * `spawned <id> <pid> [<gate>]`, or `failed <id>` when it cannot enter the working directory or
+ * make gates. The launch says `started <id>`, `exited <id>` and `ended <id>` on descriptor 3.
+ * `jobs` reaps the monitors that ended since the last request, so that none stays a zombie for
+ * long; they outlive the launcher.
  *
- * A gate is a FIFO the launcher makes (root's alone, in the execution's directory, where the hub
- * removed any an earlier launch left) and the launch holds open for reading on descriptor 4, down
- * to the task's init: the init waits there, before anything of the job's is read, for the hub's
- * `go` (a prepared launch, see LocalDriver.prepare); at any other word, or end of file (the hub
- * died), it ends without running the task. Opening it waits for the hub, which opens it as soon as
- * the launch is spawned.
+ * A gate is a FIFO in a directory that is root's alone (`$4`, the hub's), made with others ahead
+ * of need (one `mkfifo` for GATES_AT_ONCE: an exec costs a millisecond) and named after the
+ * launcher's pid and a count, so that no two launches share one. The launch holds it open for
+ * reading on descriptor 4, down to the task's init: the init waits there, before anything of the
+ * job's is read, for the hub's `go` (a prepared launch, see LocalDriver.prepare); at any other
+ * word, or end of file (the hub died), it ends without running the task. Opening it waits for
+ * the hub, which opens it as soon as the launch is spawned, and removes it once it is heard.
  */
 const LAUNCHER = [
-  'monitor=$1 task_init=$2 environment_file=$3 command_file=$4',
+  'monitor=$1 task_init=$2 task_file=$3 gates=$4 made=0 taken=0',
   'umask 077',
   // The monitor, with the isolation's arguments; run in the background, it is the child whose pid the launcher reports.
-  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$dir" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$environment_file" "../$command_file" "$id" "${gate:+gated}"; }',
-  'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gate && IFS= read -r count; do',
+  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$task_file" "$id" "${gated:+gated}"; }',
+  // Names are never tried twice: after a failure (some may have been made) the next try takes new ones.
+  `make_gates() { set --; while [ $# -lt ${GATES_AT_ONCE} ]; do set -- "$@" "$gates/$$-$((made + $#))"; done; made=$((made + $#)); "$MKFIFO" -m 600 "$@" 4>&- || { taken=$made; return 1; }; }`,
+  'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gated && IFS= read -r count; do',
   '  jobs >/dev/null',
   '  set --',
   '  while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done',
   `  printf 'taken %s\\n' "$id" >&4`,
   // Entered here, not in the child, so that a launch that cannot start is told before anything else of it.
   `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&4; continue; }`,
-  `  [ -z "$gate" ] || "$MKFIFO" -m 600 "$gate" 4>&- || { printf 'failed %s\\n' "$id" >&4; cd /; continue; }`,
+  '  gate=',
+  `  if [ -n "$gated" ]; then [ "$taken" -lt "$made" ] || make_gates || { printf 'failed %s\\n' "$id" >&4; cd /; continue; }; gate="$gates/$$-$taken" taken=$((taken + 1)); fi`,
   '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &',
-  `  printf 'spawned %s %s\\n' "$id" "$!" >&4`,
+  `  printf 'spawned %s %s %s\\n' "$id" "$!" "$gate" >&4`,
   '  cd /',
   'done',
 ].join('\n');
@@ -55,15 +63,15 @@ export interface LaunchRequest {
   readonly executionDir: string;
   readonly exitFile: string;
   readonly cgroups: readonly string[];
-  /** The FIFO the launch waits at before its task (a prepared launch); absent: it goes straight on. */
-  readonly gate?: string;
+  /** Whether the launch waits at a gate before its task (a prepared launch); else it goes straight on. */
+  readonly gated?: boolean;
   /** The isolation's program and arguments, which run the task's init: none, when the launch has none. */
   readonly isolation: readonly string[];
 }
 
 /** A launch under way: its monitor's pid once spawned, and whether its task has started. */
 interface Pending {
-  spawned?: (pid: number) => void;
+  spawned?: (spawned: Spawned) => void;
   failed?: (error: Error) => void;
   /** The request, the launcher it went to, whether that launcher said it took it, and how many more launchers it may go to. */
   request?: string;
@@ -74,12 +82,16 @@ interface Pending {
   started?: (at?: Date) => void;
 }
 
+/** A launch the launcher started: its monitor's pid (the leader of its process group), and the gate it waits at, if any. */
+export interface Spawned {
+  readonly pid: number;
+  readonly gate?: string;
+}
+
 /** The programs the launcher runs, by absolute path. */
 export interface LauncherPrograms {
   readonly sh: string;
   readonly setsid: string;
-  readonly mv: string;
-  readonly rm: string;
   readonly mkfifo: string;
 }
 
@@ -96,28 +108,28 @@ export class Launcher {
 
   constructor(
     private readonly programs: LauncherPrograms,
-    /** The scripts of the launch's monitor and task init, and the names of its files of environment and command. */
-    private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly environmentFile: string; readonly commandFile: string },
+    /** The scripts of the launch's monitor and task init, the name of the file of its environment and command, and the directory of gates (root's alone). */
+    private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly taskFile: string; readonly gates: string },
     /** Called with each execution whose launch says its task exited, then that it ended (its exit code written). */
     private readonly events: { readonly exited: (executionId: string) => void; readonly ended: (executionId: string) => void },
     private readonly logger?: Logger,
   ) {}
 
-  /** Starts a launch; resolves with its monitor's pid (the leader of its process group). */
-  spawn(request: LaunchRequest): Promise<number> {
+  /** Starts a launch; resolves with its monitor's pid and its gate. */
+  spawn(request: LaunchRequest): Promise<Spawned> {
     const lines = [
       request.executionId,
       request.executionDir,
       request.exitFile,
       request.cgroups.join(' '),
-      request.gate ?? '',
+      request.gated ? 'gated' : '',
       String(request.isolation.length),
       ...request.isolation,
     ];
     // A line break would shift every line after it: none of these is the job's, but none may carry one anyway.
     const broken = lines.find((line) => /[\n\r\0]/.test(line));
     if (broken !== undefined) return Promise.reject(new Error(`a launch argument holds a line break or NUL: ${JSON.stringify(broken)}`));
-    return new Promise<number>((resolve, reject) => {
+    return new Promise<Spawned>((resolve, reject) => {
       const pending = this.entry(request.executionId);
       Object.assign(pending, { spawned: resolve, failed: reject, request: `${lines.join('\n')}\n`, resends: 1 });
       this.send(pending);
@@ -128,7 +140,7 @@ export class Launcher {
     const requests = this.running();
     Object.assign(pending, { sentTo: requests, taken: false });
     // A launcher that died takes its pipe with it: the write fails, and its end settles the request (see ended).
-    requests.write(pending.request as string);
+    requests.write(pending.request);
   }
 
   /**
@@ -185,10 +197,10 @@ export class Launcher {
   private running(): Writable {
     if (this.requests && !this.closed) return this.requests;
     this.closed = false;
-    const { sh, setsid, mv, rm, mkfifo } = this.programs;
-    const { monitor, taskInit, environmentFile, commandFile } = this.scripts;
-    const child = spawn(sh, ['-c', LAUNCHER, 'hub-launcher', monitor, taskInit, environmentFile, commandFile], {
-      env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MV: mv, RM: rm, MKFIFO: mkfifo },
+    const { sh, setsid, mkfifo } = this.programs;
+    const { monitor, taskInit, taskFile, gates } = this.scripts;
+    const child = spawn(sh, ['-c', LAUNCHER, 'hub-launcher', monitor, taskInit, taskFile, gates], {
+      env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MKFIFO: mkfifo },
       // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.
       detached: true,
       // 3: what launches say (they inherit it); 4: the launcher's own answers (a launch's gate takes its place).
@@ -214,7 +226,7 @@ export class Launcher {
   }
 
   private heard(line: string): void {
-    const [what, executionId, pid] = line.split(' ');
+    const [what, executionId, pid, gate] = line.split(' ');
     const pending = this.pending.get(executionId);
     switch (what) {
       case 'taken':
@@ -222,12 +234,12 @@ export class Launcher {
         break;
       case 'spawned':
         if (pending?.spawned) {
-          pending.spawned(Number(pid));
+          pending.spawned({ pid: Number(pid), ...(gate && { gate }) });
           pending.spawned = pending.failed = pending.request = pending.sentTo = undefined;
         }
         break;
       case 'failed':
-        pending?.failed?.(new Error('its working directory could not be entered, or its gate made'));
+        pending?.failed?.(new Error('its working directory could not be entered, or no gate could be made'));
         pending?.started?.();
         this.pending.delete(executionId);
         break;

@@ -1,6 +1,6 @@
-import { chmodSync, chownSync, closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
+import { availableParallelism, hostname, networkInterfaces, platform, release, tmpdir, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { StartupError } from '../../common/errors/startup-error.js';
@@ -9,13 +9,10 @@ import { LIMIT_NAMES, type ClusterDriver, type DriverNode, type ExecutionLimits,
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
-import { Launcher, type LauncherPrograms } from './launcher.js';
+import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
 
-/** Files of an execution's directory besides `work/` and `logs/`, written by the hub and its launch. */
-const ENVIRONMENT_FILE = 'environment';
-const COMMAND_FILE = 'command';
-/** The FIFO a prepared launch waits at (see Launcher). */
-const GATE_FILE = 'gate';
+/** The file of an execution's directory, besides `work/`, `logs/` and its exit code, that holds its task's environment and command. */
+const TASK_FILE = 'task';
 
 /**
  * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
@@ -23,45 +20,44 @@ const GATE_FILE = 'gate';
  * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
  * finds it, even across a hub restart (`$0` is that file), and tells the hub that its task
  * exited (as soon as it has), then that it ended (once the exit code is written), on descriptor 3,
- * when the hub that started it still listens. It runs only programs named by
- * absolute paths (`$MV`, `$RM` come from its fixed environment) and is never given anything of
- * the job's but the launch's files. A stop signals the whole process group: it only notes the
- * signal and keeps waiting.
+ * when the hub that started it still listens. It runs no program of its own (the hub removes the
+ * task's file once it heard the end, or read it) and is never given anything of the job's but
+ * the launch's file. The exit code is one short write: a monitor killed before it leaves an empty
+ * file, which reads as none. A stop signals the whole process group: it only notes the signal and
+ * keeps waiting.
  */
 const MONITOR = [
   "trap ':' TERM INT",
-  'exit_file=$0 dir=$1 cgroups=$2 id=$3; shift 3',
+  'exit_file=$0 cgroups=$1 id=$2; shift 2',
   '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") </dev/null & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
   // The task is gone: its CPUs may go to the next at once, before this launch's own bookkeeping.
   "trap '' PIPE; printf 'exited %s\\n' \"$id\" >&3",
-  `"$RM" -f "$dir/${ENVIRONMENT_FILE}" "$dir/${COMMAND_FILE}"`,
-  'printf %s "$code" > "$exit_file.tmp" && "$MV" "$exit_file.tmp" "$exit_file"',
+  'printf %s "$code" > "$exit_file"',
   'printf \'ended %s\\n\' "$id" >&3',
   'exit "$code"',
 ].join('\n');
 
 /**
  * The task's side of the launch, already running as the job's user and, in its own PID
- * namespace, as its PID 1: a prepared launch (`$3` is `gated`) first waits for the hub's word at
+ * namespace, as its PID 1: a prepared launch (`$2` is `gated`) first waits for the hub's word at
  * its gate (descriptor 4) and ends without running anything unless it is `go`; it tells the hub
  * that the task's process starts (on descriptor 3, which the task does not inherit), takes the
- * task's environment and command from their files (`$0`, `$1`: written by the hub, quoted), runs
- * the task and exits with its code. When it exits
+ * task's environment and then its command (`set -- …`) from its file (`$0`: written by the hub,
+ * quoted), runs the task and exits with its code. When it exits
  * the kernel kills whatever else the task left in the namespace (`setsid`, double forks). It
  * catches TERM (PID 1 receives no signal it does not catch) so that a stop reaches the task,
  * which gets its grace period.
  */
 const TASK_INIT = [
   "trap ':' TERM INT",
-  '[ -z "$3" ] || { IFS= read -r word <&4 && [ "$word" = go ]; } || exit 125',
+  '[ -z "$2" ] || { IFS= read -r word <&4 && [ "$word" = go ]; } || exit 125',
   'exec 4<&-',
   // Before anything of the job's is read, so that nothing it sets can change what the hub is told.
-  "trap '' PIPE; printf 'started %s\\n' \"$2\" >&3; exec 3>&-; trap - PIPE",
+  "trap '' PIPE; printf 'started %s\\n' \"$1\" >&3; exec 3>&-; trap - PIPE",
   'set -a; . "$0"; set +a',
   'umask 077',
-  '. "$1"',
   '"$@" & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
@@ -111,6 +107,23 @@ function address(): string {
     if (found) return found.address;
   }
   return '127.0.0.1';
+}
+
+/** A prepared launch's gate: the hub's descriptor (open for writing until it is released or abandoned), its path, and its execution's directory. */
+interface Gate {
+  readonly fd: number;
+  readonly path: string;
+  readonly executionDir: string;
+}
+
+/** Closes a gate and removes it: the launch that waits there opened it long before anyone says a word at it. */
+function shut(gate: Gate): void {
+  closeSync(gate.fd);
+  try {
+    unlinkSync(gate.path);
+  } catch {
+    // Removed with the directory of gates already.
+  }
 }
 
 function exitFileOf(executionDir: string): string {
@@ -163,10 +176,12 @@ export class LocalDriver implements ClusterDriver {
   private readonly userNamespaces: boolean;
   private readonly watched = new Map<string, Watched | null>();
   private readonly launcher: Launcher;
-  /** The monitor of each execution this hub launched, until it ends: its process group is what a stop or an end kills. */
-  private readonly monitors = new Map<string, number>();
-  /** The gate of each prepared launch (open for writing until it is released or abandoned), and its execution's directory. */
-  private readonly gates = new Map<string, { readonly fd: number; readonly executionDir: string }>();
+  /** The monitor of each execution this hub launched, and its directory, until it ends: its process group is what a stop or an end kills. */
+  private readonly monitors = new Map<string, { readonly pid: number; readonly executionDir: string }>();
+  /** The gate of each prepared launch, until it is released or abandoned. */
+  private readonly gates = new Map<string, Gate>();
+  /** Where the launcher makes gates: root's (the hub's) alone, removed at close. */
+  private readonly gatesDir = mkdtempSync(join(tmpdir(), 'hub-gates-'));
   /** Prepared launches let go of, until they have ended. */
   private readonly abandoned = new Map<string, () => void>();
   /** Directories of executions made traversable already. */
@@ -183,8 +198,6 @@ export class LocalDriver implements ClusterDriver {
     this.programs = {
       sh: required('sh', 'the launch'),
       setsid: required('setsid', 'the launch'),
-      mv: required('mv', 'the launch'),
-      rm: required('rm', 'the launch'),
       mkfifo: required('mkfifo', 'the launch'),
       unshare: options.root ? required('unshare', 'a PID namespace per execution') : unshare,
       setpriv: options.root ? required('setpriv', 'running each job as its user') : undefined,
@@ -195,7 +208,7 @@ export class LocalDriver implements ClusterDriver {
       succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
     this.launcher = new Launcher(
       this.programs,
-      { monitor: MONITOR, taskInit: TASK_INIT, environmentFile: ENVIRONMENT_FILE, commandFile: COMMAND_FILE },
+      { monitor: MONITOR, taskInit: TASK_INIT, taskFile: TASK_FILE, gates: this.gatesDir },
       { exited: (executionId) => this.taskExited(executionId), ended: (executionId) => this.launchEnded(executionId) },
       logger,
     );
@@ -266,7 +279,7 @@ export class LocalDriver implements ClusterDriver {
         this.watched.set(executionId, now);
         writeFileSync(join(gate.executionDir, LIMITS_FILE), JSON.stringify(now), { mode: 0o600 });
       }
-      return await this.through(gate.fd, 'go', started);
+      return await this.through(gate, 'go', started);
     } finally {
       this.launcher.forget(executionId);
     }
@@ -279,21 +292,22 @@ export class LocalDriver implements ClusterDriver {
     this.gates.delete(executionId);
     this.launcher.forget(executionId);
     const ended = new Promise<void>((resolve) => this.abandoned.set(executionId, resolve));
-    await this.through(gate.fd, 'no', ended, ABANDON_WAIT_MS);
+    await this.through(gate, 'no', ended, ABANDON_WAIT_MS);
     this.abandoned.delete(executionId);
     this.watched.delete(executionId);
   }
 
   /**
    * Says a word at a gate and keeps it open until the launch has heard it: a FIFO that nobody holds
-   * open loses what was written to it, and the launch may not have opened it yet.
+   * open loses what was written to it, and the launch may not have opened it yet. Then the gate
+   * goes.
    */
-  private async through<T>(gate: number, word: 'go' | 'no', heard: Promise<T>, waitMs = STARTED_WAIT_MS): Promise<T | undefined> {
+  private async through<T>(gate: Gate, word: 'go' | 'no', heard: Promise<T>, waitMs = STARTED_WAIT_MS): Promise<T | undefined> {
     try {
-      writeSync(gate, `${word}\n`);
+      writeSync(gate.fd, `${word}\n`);
       return await this.until(heard, waitMs);
     } finally {
-      closeSync(gate);
+      shut(gate);
     }
   }
 
@@ -303,38 +317,34 @@ export class LocalDriver implements ClusterDriver {
     if (this.options.root && (!launch.identity || launch.identity.uid === 0))
       throw new Error('it would run as root: it was submitted while the hub did not run as root; submit it again');
     const workDir = join(launch.executionDir, 'work');
-    const envFile = join(launch.executionDir, ENVIRONMENT_FILE);
-    const commandFile = join(launch.executionDir, COMMAND_FILE);
+    const taskFile = join(launch.executionDir, TASK_FILE);
     const exitFile = exitFileOf(launch.executionDir);
-    const gate = join(launch.executionDir, GATE_FILE);
-    this.makeExecutionDir(launch.executionDir, [exitFile, gate]);
-    writeFileSync(envFile, environmentFile(launch.env), { mode: 0o400 });
-    writeFileSync(commandFile, commandLine(launch.command, launch.args), { mode: 0o400 });
+    this.makeExecutionDir(launch.executionDir, [exitFile, taskFile]);
+    writeFileSync(taskFile, environmentFile(launch.env) + commandLine(launch.command, launch.args), { mode: 0o400 });
     const identity = launch.identity;
     if (identity) {
       chownSync(workDir, identity.uid, identity.gid);
-      chownSync(envFile, identity.uid, identity.gid);
-      chownSync(commandFile, identity.uid, identity.gid);
+      chownSync(taskFile, identity.uid, identity.gid);
     }
     const cgroups = await this.limit(launch);
-    let pid: number;
+    let spawned: Spawned;
     try {
-      pid = await this.launcher.spawn({
+      spawned = await this.launcher.spawn({
         executionId: launch.executionId,
         executionDir: launch.executionDir,
         exitFile,
         cgroups,
-        ...(gated && { gate }),
+        gated,
         isolation: this.isolation(launch),
       });
     } catch (error) {
       this.launcher.forget(launch.executionId);
       throw error;
     }
-    this.monitors.set(launch.executionId, pid);
+    this.monitors.set(launch.executionId, { pid: spawned.pid, executionDir: launch.executionDir });
     // Read and write, so that opening never waits; the launch's own open (for reading) waits for this one.
-    if (gated) this.gates.set(launch.executionId, { fd: openSync(gate, 'r+'), executionDir: launch.executionDir });
-    return pid;
+    if (spawned.gate) this.gates.set(launch.executionId, { fd: openSync(spawned.gate, 'r+'), path: spawned.gate, executionDir: launch.executionDir });
+    return spawned.pid;
   }
 
   /**
@@ -372,13 +382,17 @@ export class LocalDriver implements ClusterDriver {
 
   /** What the task left running in the background ends with it (as a batch system's job does); the group's id cannot have been reused while any of it runs. */
   private launchEnded(executionId: string): void {
-    const pid = this.monitors.get(executionId);
+    const monitor = this.monitors.get(executionId);
     this.monitors.delete(executionId);
-    if (pid !== undefined) this.signal(pid, 'SIGKILL');
+    if (monitor !== undefined) {
+      this.signal(monitor.pid, 'SIGKILL');
+      // Its task's environment (secrets, perhaps) is not left on disk.
+      rmSync(join(monitor.executionDir, TASK_FILE), { force: true });
+    }
     // A prepared launch that ended before it was released: its gate goes with it.
     const gate = this.gates.get(executionId);
     if (gate !== undefined) {
-      closeSync(gate.fd);
+      shut(gate);
       this.gates.delete(executionId);
       this.launcher.forget(executionId);
     }
@@ -395,8 +409,9 @@ export class LocalDriver implements ClusterDriver {
   }
 
   close(): Promise<void> {
-    for (const gate of this.gates.values()) closeSync(gate.fd);
+    for (const gate of this.gates.values()) shut(gate);
     this.gates.clear();
+    rmSync(this.gatesDir, { recursive: true, force: true });
     this.launcher.close();
     return Promise.resolve();
   }
@@ -488,8 +503,9 @@ export class LocalDriver implements ClusterDriver {
       }
       return { state: 'running' };
     }
-    // Its background leftovers end with it, as when the hub saw it exit.
+    // Its background leftovers end with it, as when the hub saw it exit; its task's file goes, if the hub did not hear its end.
     this.signal(pid, 'SIGKILL');
+    rmSync(join(execution.executionDir, TASK_FILE), { force: true });
     const written = await outcomeFromExitCode(execution.executionDir);
     const exitedAt = this.exitedAt.get(execution.executionId);
     const ended = written && exitedAt ? { ...written, finishedAt: exitedAt } : written;
