@@ -20,7 +20,7 @@ import {
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
 import { HubPresence } from './hub-presence.js';
-import { CLUSTER_DRIVER, type ClusterDriver, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 
@@ -51,6 +51,26 @@ function ahead(a: { priority: number; created: Date; id: string }, b: { priority
   return b.priority - a.priority || new Date(a.created).getTime() - new Date(b.created).getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
+/**
+ * An execution this hub is starting or started: its node and CPUs, which its end may hand to a
+ * prepared launch; the record of its start (before it is written, the database does not list it
+ * as this hub's), and what was recorded, from which its end is written when the driver tells how
+ * it ended (`ending`: the follow leaves it alone); else `handedOver`: its CPUs went to a prepared
+ * launch, and the follow records its end once they have.
+ */
+interface Followed {
+  readonly nodeId: string;
+  readonly cpu: number;
+  /** Settles once the start's record is written (true) or will never be (false). */
+  readonly startRecorded: Promise<boolean>;
+  readonly settleStart: (recorded: boolean) => void;
+  recorded?: { readonly driverRef: string; readonly taskState: TaskState };
+  /** Its end was heard before its start was recorded: the follow looks again once it is. */
+  endHeard?: boolean;
+  ending?: boolean;
+  handedOver?: Promise<boolean>;
+}
+
 /** A launch this hub prepared for one of the next in line: it waits at its gate for a slot on its node. */
 interface PreparedLaunch {
   readonly execution: ClaimedExecution;
@@ -69,6 +89,11 @@ interface Decision extends Placement {
   readonly displaced: PreparedLaunch[];
   /** Every node of this hub full once it is done: the worst priority among its prepared launches (Infinity when it prepares none). */
   readonly fullBelow?: number;
+  /**
+   * A round after it may claim more: there was more in line than it looked at, and either CPUs or
+   * room for prepared launches are left, or it moved some to the back of the line (placement failed).
+   */
+  readonly moreInLine: boolean;
 }
 
 /** Whether an event says what the last one said (a placement that keeps failing is one event, not one per tick). */
@@ -99,17 +124,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private ticks = 0;
   private running: Promise<void> | undefined;
   private placeDue = false;
+  /** Set by the tick: its round notes why executions wait for a CPU (see decide). */
+  private noteWaiting = false;
   private followDue = false;
   /** Starts under way, awaited at shutdown. */
   private readonly starting = new Set<Promise<void>>();
   /** This hub's prepared launches on each node, in line order. */
   private readonly prepared = new Map<string, PreparedLaunch[]>();
-  /**
-   * Each execution this hub is starting or started, until its end is recorded: its node and CPUs,
-   * which its end may hand to a prepared launch (`handedOver`: its end is recorded once they are),
-   * and whether its start is recorded (before that, the database does not list it as this hub's).
-   */
-  private readonly followed = new Map<string, { readonly nodeId: string; readonly cpu: number; recorded: boolean; handedOver?: Promise<boolean> }>();
+  /** Each execution this hub is starting or started, until its end is recorded. */
+  private readonly followed = new Map<string, Followed>();
   /**
    * Set by the last round when it left every node full: a new submission of no better priority
    * than this (the worst of those prepared) can neither start nor go before those prepared, so it
@@ -132,7 +155,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   ) {
     this.logger = logger.for('cluster');
     driver.onChange(() => this.wake(true));
-    driver.onExit?.((executionId) => this.heardExit(executionId));
+    driver.onExit?.((executionId, ended) => this.heardExit(executionId, ended));
     changes.subscribe(QUEUE_NOTICE, (change) => {
       if (change === 'reset') this.wake(true);
       if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
@@ -232,6 +255,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     } catch (error) {
       this.logger.error({ err: error }, 'Cluster upkeep failed; retrying at the next tick');
     }
+    this.noteWaiting = true;
     this.wake(true);
     this.wake();
   }
@@ -287,7 +311,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.logger.info({ jobs: dead.length }, 'Pruned finished jobs past their retention');
   }
 
-  /** Settles what ended when asked to, then places until a round changes nothing. */
+  /** Settles what ended when asked to, then places until a round leaves nothing more it could do. */
   private async pass(): Promise<void> {
     while ((this.placeDue || this.followDue) && !this.stopped) {
       const follow = this.followDue;
@@ -327,16 +351,17 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     }
   }
 
-  /** One placement round; whether it changed anything (then the next may find more to do). */
+  /** One placement round; whether the next may find more to do (it changed something, and there was more in line than it looked at). */
   private async placeRound(): Promise<boolean> {
     if (this.ownNodeIds.size === 0) return false;
-    let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [] };
+    let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
     let claimed: ClaimedExecution[];
     try {
       claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, (pending, nodes) => {
-        placement = this.decide(pending, nodes);
+        placement = this.decide(pending, nodes, this.noteWaiting);
         return placement;
       });
+      this.noteWaiting = false;
     } catch (error) {
       // Nothing of the round was written: what it took out of line goes back.
       for (const launch of [...placement.released, ...placement.displaced]) this.keepPrepared(launch);
@@ -356,7 +381,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     // Given a slot but stopped meanwhile, or put back behind a better one: let go of.
     for (const launch of [...released.values(), ...placement.displaced]) this.track(this.letGo(launch));
     this.fullBelow = placement.fullBelow;
-    return placement.claims.length > 0 || placement.notes.length > 0;
+    return (placement.claims.length > 0 || placement.notes.length > 0) && placement.moreInLine;
   }
 
   /** Keeps a promise of work under way until it settles, for the shutdown to await. */
@@ -370,9 +395,11 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * with none free, a prepared launch there while the driver keeps fewer than it may, or in place
    * of one behind them in line), and why the others wait; for each claim, the nodes of this hub it
    * must not run on (a queueing cluster places it itself). This hub's prepared launches take the
-   * free CPUs first. What it takes out of the prepared lists is out of them from now on.
+   * free CPUs first. What it takes out of the prepared lists is out of them from now on. That an
+   * execution waits for a CPU is noted only with `noteWaiting` (the tick's round, each second):
+   * most such waits are shorter, and each note rewrites the execution's row.
    */
-  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[]): Decision {
+  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[], noteWaiting: boolean): Decision {
     const claims: { id: string; nodeId: string; prepared: boolean; event?: TaskEvent }[] = [];
     const excluded = new Map<string, string[]>();
     const notes: { id: string; event: TaskEvent }[] = [];
@@ -416,7 +443,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         prepared = node !== undefined;
       }
       if (!node) {
-        note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
+        if (noteWaiting) note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
         continue;
       }
       if (prepared) preparing.set(node.id, (preparing.get(node.id) ?? 0) + 1);
@@ -436,7 +463,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const capacity = this.driver.preparesPerNode ?? 0;
     const full = !this.driver.queues && nodes.length > 0 && nodes.every((node) => !room(node, 1));
     const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
-    return { claims, notes, excluded, released, displaced, ...(full && { fullBelow: Math.min(...worst) }) };
+    const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
+    const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
+    return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst) }) };
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {
@@ -480,14 +509,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
   private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
     let driverRef: string;
-    if (!this.driver.queues) this.follows(execution);
+    const slot = this.driver.queues ? undefined : this.follows(execution);
     try {
       driverRef = await this.driver.start(this.launchOf(execution, nodeName, excludedNodes));
     } catch (error) {
-      this.followed.delete(execution.id);
+      this.unfollow(execution.id, slot);
       return this.failedToStart(execution, error as Error);
     }
-    await this.recordStart(execution, nodeName, driverRef);
+    await this.recordStart(execution, nodeName, driverRef, new Date(), slot);
   }
 
   /** Prepares a launch claimed for the next in line; a launch that cannot be prepared fails its execution. */
@@ -509,16 +538,16 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const { execution, nodeName } = launch;
     const driverRef = await launch.ready;
     if (driverRef === undefined) return;
-    this.follows(execution);
+    const slot = this.follows(execution);
     let startedAt: Date | undefined;
     try {
       startedAt = await (this.driver.release as NonNullable<ClusterDriver['release']>)(execution.id);
     } catch (error) {
-      this.followed.delete(execution.id);
+      this.unfollow(execution.id, slot);
       await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
       return this.failedToStart(execution, error as Error);
     }
-    await this.recordStart(execution, nodeName, driverRef, startedAt);
+    await this.recordStart(execution, nodeName, driverRef, startedAt, slot);
   }
 
   /** Lets go of a prepared launch and puts its execution back in line (unless it was stopped meanwhile). */
@@ -554,21 +583,30 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   /**
-   * An execution's task exited (its end is settled once the driver can read it). One this hub
-   * started hands its CPUs to the first launch prepared on its node, at once; a prepared launch
-   * that exited before its slot (its launch failed) is recorded started, as any launch is, and its
-   * end settled with the others.
+   * An execution ended, as its driver heard. One this hub started hands its CPUs to the first
+   * launch prepared on its node, at once: with its end, in one statement, when the driver told how
+   * it ended; else before the follow reads and records its end. A prepared launch that ended before
+   * its slot (its launch failed) is recorded started, as any launch is, and its end settled by the
+   * follow.
    */
-  private heardExit(executionId: string): void {
+  private heardExit(executionId: string, ended?: Ended): void {
     const early = this.takePrepared(executionId);
     if (early) {
       this.track(early.ready.then((driverRef) => (driverRef === undefined ? undefined : this.recordStart(early.execution, early.nodeName, driverRef))));
       return;
     }
     const slot = this.followed.get(executionId);
-    const next = slot && this.prepared.get(slot.nodeId)?.[0];
-    if (!slot || slot.handedOver || !next || next.execution.reservedCpu > slot.cpu || this.stopped) return;
-    this.prepared.get(slot.nodeId)?.shift();
+    // Not followed (stopped meanwhile): the follow looks at whatever there is left to record.
+    if (!slot) return this.wake(true);
+    slot.endHeard = true;
+    if (this.stopped) return;
+    const first = slot.handedOver ? undefined : this.prepared.get(slot.nodeId)?.[0];
+    const next = first && first.execution.reservedCpu <= slot.cpu ? (this.prepared.get(slot.nodeId)?.shift() as PreparedLaunch) : undefined;
+    if (ended) {
+      slot.ending = true;
+      return this.track(this.recordEnd(executionId, slot, ended, next));
+    }
+    if (!next) return;
     const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id).catch((error: unknown) => {
       this.logger.error({ err: error, executionId }, 'Could not hand an ended execution’s CPUs to a prepared launch');
       return false;
@@ -584,9 +622,50 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     );
   }
 
+  /**
+   * Records the end the driver told of an execution this hub follows, once its start is recorded,
+   * and hands its CPUs to `next` in the same statement, then releases it. When there is no next, or
+   * it was not handed the CPUs (it was stopped), placement decides who takes them.
+   */
+  private async recordEnd(executionId: string, slot: Followed, ended: Ended, next?: PreparedLaunch): Promise<void> {
+    const recorded = (await slot.startRecorded) ? slot.recorded : undefined;
+    let written = false;
+    let handed = false;
+    if (recorded) {
+      const taskState = structuredClone(recorded.taskState);
+      this.end(taskState, undefined, ended.state, ended.exitCode, this.eventOf(ended), ended.finishedAt);
+      const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState };
+      try {
+        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, change, next.execution.id));
+        else written = await this.cluster.transition(executionId, 'running', this.hub, change);
+      } catch (error) {
+        this.logger.error({ err: error, executionId }, 'Could not record the end of an execution; the follow reads it again');
+        slot.ending = false;
+        if (next) this.keepPrepared(next);
+        return this.wake(true);
+      }
+    }
+    // Not written: stopped meanwhile, which freed its CPUs and recorded its end.
+    if (this.followed.get(executionId) === slot) this.followed.delete(executionId);
+    if (written) this.metrics.ended(ended.state);
+    if (next && handed) return this.release(next);
+    if (next) this.keepPrepared(next);
+    this.wake();
+  }
+
   /** Notes the CPUs of an execution whose task is about to start, from before it starts: a short task's end may come before its start is recorded. */
-  private follows(execution: ClaimedExecution): void {
-    this.followed.set(execution.id, { nodeId: execution.nodeId, cpu: execution.reservedCpu, recorded: false });
+  private follows(execution: ClaimedExecution): Followed {
+    let settleStart: (recorded: boolean) => void = () => undefined;
+    const startRecorded = new Promise<boolean>((resolve) => (settleStart = resolve));
+    const slot: Followed = { nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
+    this.followed.set(execution.id, slot);
+    return slot;
+  }
+
+  /** Forgets an execution whose start will never be recorded. */
+  private unfollow(executionId: string, slot: Followed | undefined): void {
+    slot?.settleStart(false);
+    if (this.followed.get(executionId) === slot) this.followed.delete(executionId);
   }
 
   /** Records a launch that the driver could not start (or prepare, or release) failed, and places again. */
@@ -609,37 +688,43 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   /** Records a launched execution started (or submitted; at `startedAt` when the driver knows), in one statement; one stopped meanwhile is killed again. */
-  private async recordStart(execution: ClaimedExecution, nodeName: string, driverRef: string, startedAt = new Date()): Promise<void> {
+  private async recordStart(execution: ClaimedExecution, nodeName: string, driverRef: string, startedAt = new Date(), slot?: Followed): Promise<void> {
     const taskState = structuredClone(execution.taskState);
     if (this.driver.queues) taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
     else this.markRunning(taskState, nodeName, startedAt);
     const status = this.driver.queues ? 'pending' : 'running';
-    const recorded = await this.cluster.transition(execution.id, 'pending', this.hub, {
-      status,
-      nodeId: execution.nodeId,
-      driverRef,
-      exitCode: null,
-      taskState,
-    });
+    let recorded = false;
+    try {
+      recorded = await this.cluster.transition(execution.id, 'pending', this.hub, {
+        status,
+        nodeId: execution.nodeId,
+        driverRef,
+        exitCode: null,
+        taskState,
+      });
+      if (recorded && slot) slot.recorded = { driverRef, taskState };
+    } finally {
+      slot?.settleStart(recorded);
+    }
     // Stopped while it was being started: nothing will follow it, so it must not run on.
     if (!recorded) {
-      this.followed.delete(execution.id);
+      this.unfollow(execution.id, slot);
       await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     } else if (status === 'running') {
-      const followed = this.followed.get(execution.id);
-      if (followed) followed.recorded = true;
       this.metrics.started(nodeName, execution.created, startedAt);
-      // A short task may have ended, and its end been looked for, before its start was recorded: look again.
-      this.wake(true);
+      // A short task's end may have been heard, and looked for, before its start was recorded: look again.
+      if (!slot || (slot.endHeard && !slot.ending)) this.wake(true);
     }
   }
 
   /** Asks the driver how this hub's started (or submitted) executions stand, and records what changed; whether any ended and freed its CPUs. */
   private async follow(): Promise<boolean> {
-    const started = await this.cluster.started(this.hub);
+    const listed = await this.cluster.started(this.hub);
     // Those no longer this hub's to follow (stopped by another hub, or ended) hand nothing on.
-    const following = new Set(started.map((execution) => execution.id));
+    const following = new Set(listed.map((execution) => execution.id));
     for (const [id, followed] of this.followed) if (followed.recorded && !following.has(id)) this.followed.delete(id);
+    // Those whose end the driver told are being recorded already.
+    const started = listed.filter((execution) => !this.followed.get(execution.id)?.ending);
     if (started.length === 0) return false;
     let outcomes: Map<string, Outcome>;
     try {

@@ -153,10 +153,8 @@ const INSERT_JOB: NamedStatement = {
  * while one runs; a job that ends leaves its owner's count of active jobs. Answers whether it was
  * written.
  */
-const TRANSITION: NamedStatement = {
-  name: 'cluster-transition',
-  text: `
-  WITH e AS (
+const TRANSITION_STEPS = `
+  e AS (
     UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, prepared = false, modified = now()
     WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
     RETURNING id, job_id, status, task_state
@@ -173,8 +171,25 @@ const TRANSITION: NamedStatement = {
   ), a AS (
     UPDATE cluster_active_jobs a SET active = greatest(a.active - 1, 0) FROM j WHERE j.status = 'dead' AND a.owner_id = j.owner_id
     RETURNING a.owner_id
+  )`;
+
+const TRANSITION: NamedStatement = {
+  name: 'cluster-transition',
+  text: `WITH ${TRANSITION_STEPS} SELECT count(*)::int AS written FROM e`,
+};
+
+/**
+ * A transition of an execution this hub follows to its end ($7 running, $8 the hub), which hands
+ * its CPUs to one the hub prepared ($9) in the same statement: see ClusterRepository.endAndHandOver.
+ */
+const END_AND_HAND_OVER: NamedStatement = {
+  name: 'cluster-end-and-hand-over',
+  text: `WITH ${TRANSITION_STEPS}, h AS (
+    UPDATE job_executions SET prepared = false, modified = now()
+    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
+    RETURNING id
   )
-  SELECT count(*)::int AS written FROM e`,
+  SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed`,
 };
 
 /** See ClusterRepository.handOver: on the path of every refill. */
@@ -600,6 +615,18 @@ export class ClusterRepository {
       ? await manager.query(TRANSITION.text, values)
       : (await runNamed<{ written: number }>(this.dataSource, TRANSITION, values)).rows;
     return written > 0;
+  }
+
+  /**
+   * Records the end of a running execution this hub follows (if it still is: false, and nothing
+   * changed, when it was stopped meanwhile) and gives its CPUs to `nextId`, which this hub
+   * prepared on its node, in one statement: the node is never seen emptier than it is, and its
+   * CPUs are never booked twice. `handed` is false when the next was stopped meanwhile.
+   */
+  async endAndHandOver(hub: number, id: string, change: ExecutionChange, nextId: string): Promise<{ written: boolean; handed: boolean }> {
+    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, 'running', hub, nextId];
+    const [{ written, handed }] = (await runNamed<{ written: number; handed: number }>(this.dataSource, END_AND_HAND_OVER, values)).rows;
+    return { written: written > 0, handed: handed > 0 };
   }
 
   /**

@@ -1188,6 +1188,13 @@ describe('the cluster with one slot', () => {
     const middle = await c.submit({ name: 'middle', executionProfileId: standardId, task: { command: 'true' } });
     const high = await c.submit({ name: 'high', executionProfileId: standardId, priority: 90, task: { command: 'true' } });
     await c.untilEvent(high.id, 'Queued');
+    // The one not prepared says why it waits, from the next tick's round.
+    const waiting = await poll(
+      () => c.executionOf(middle.id),
+      (execution) => execution.taskStates.main.events.at(-1)?.message === `Waiting for a free CPU on ${hostname()}`,
+      'the middle one to say it waits',
+    );
+    expect(waiting.status).toBe('pending');
     blocker.open();
     const [h, m, l] = await Promise.all([high, middle, low].map((job) => c.until(job.id, 'completed')));
     const started = (execution: Execution) => Date.parse(execution.taskStates.main.startedAt as string);

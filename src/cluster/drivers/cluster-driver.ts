@@ -83,6 +83,9 @@ export type Outcome =
     }
   | { readonly state: 'lost'; readonly message: string; readonly node?: string };
 
+/** How an execution ended with an exit code. */
+export type Ended = Extract<Outcome, { state: 'completed' | 'failed' }>;
+
 /**
  * How the cluster service reaches a cluster (api-map §9): the nodes, starting, watching and
  * stopping executions. The service keeps every state in the database; a driver keeps none that
@@ -107,10 +110,12 @@ export interface ClusterDriver {
   /** Called whenever an execution may have ended, so that the service looks at once rather than at its next poll. */
   onChange(listener: () => void): void;
   /**
-   * Called as soon as the task of an execution the driver started has exited, before its end can be
-   * read (drivers that know: the local one), so that its CPUs can go to the next at once.
+   * Called as soon as an execution the driver started has ended (drivers that know: the local one),
+   * so that its CPUs go to the next at once: with how it ended when that is all there is to know of
+   * its end (nothing left to check, such as its limits), so that the service records it then and
+   * there; without, when `outcomes` reads its end (the driver also calls `onChange`).
    */
-  onExit?(listener: (executionId: string) => void): void;
+  onExit?(listener: (executionId: string, ended?: Ended) => void): void;
   /**
    * How many launches per node the driver keeps prepared ahead of their slot (0 or absent: it
    * prepares none, and has no `prepare`, `release` or `abandon`). A prepared launch has done all

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Outcome } from './cluster-driver.js';
+import type { Ended } from './cluster-driver.js';
 
 /** Where the wrapper of an execution writes its task's exit code, in the execution's directory. */
 export const EXIT_CODE_FILE = 'exit-code';
@@ -33,12 +33,19 @@ async function readExitFile(executionDir: string): Promise<{ text: string; writt
  * How an execution ended, from the exit code its wrapper wrote (and when: the hub may have been
  * down then); undefined when there is none. Anything but a code of 0 to 255 counts as a failure.
  */
-export async function outcomeFromExitCode(executionDir: string): Promise<Exclude<Outcome, { state: 'queued' | 'running' | 'lost' }> | undefined> {
+export async function outcomeFromExitCode(executionDir: string): Promise<Ended | undefined> {
   const written = await readExitFile(executionDir);
   if (!written) return undefined;
-  const { text, writtenAt } = written;
-  const exitCode = /^\d{1,3}$/.test(text) && Number(text) <= 255 ? Number(text) : -1;
-  const finishedAt = writtenAt.toISOString();
+  return endedWith(exitCodeOf(written.text), written.writtenAt.toISOString());
+}
+
+/** An exit code as its monitor wrote it: 0 to 255, or -1 for anything else. */
+export function exitCodeOf(text: string): number {
+  return /^\d{1,3}$/.test(text) && Number(text) <= 255 ? Number(text) : -1;
+}
+
+/** How an execution whose task exited with `exitCode` (-1: unreadable) at `finishedAt` ended. */
+export function endedWith(exitCode: number, finishedAt: string): Ended {
   if (exitCode === 0) return { state: 'completed', exitCode, message: 'Exited with code 0', finishedAt };
   return { state: 'failed', exitCode, message: exitCode < 0 ? 'Ended with an exit code the hub could not read' : `Exited with code ${exitCode}`, finishedAt };
 }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { exitCodeOf } from './exit-code.js';
 import { PRIVILEGED_ENV } from './host-tools.js';
 
 /** How many gates one `mkfifo` makes: the launcher keeps a few ready, each launch that waits at one takes one. */
@@ -23,7 +24,7 @@ const GATES_AT_ONCE = 16;
  * which is its alone (a launch's gate takes its place, so it closes when the launcher ends):
  * `taken <id>` once it has read a whole request and before it acts on it, then
  * `spawned <id> <pid> [<gate>]`, or `failed <id>` when it cannot enter the working directory or
- * make gates. The launch says `started <id>`, `exited <id>` and `ended <id>` on descriptor 3.
+ * make gates. The launch says `started <id>` and `ended <id> <exit code>` on descriptor 3.
  * `jobs` reaps the monitors that ended since the last request, so that none stays a zombie for
  * long; they outlive the launcher.
  *
@@ -97,7 +98,7 @@ export interface LauncherPrograms {
 
 /**
  * The resident launcher and what it says. Started on first use and again after it ends; a launch
- * waiting on a launcher that ended goes to the next one or fails (see ended). Nothing is kept of a launch once its task has started, but the monitor's pid
+ * waiting on a launcher that ended goes to the next one or fails (see launcherEnded). Nothing is kept of a launch once its task has started, but the monitor's pid
  * until it ends.
  */
 export class Launcher {
@@ -110,8 +111,8 @@ export class Launcher {
     private readonly programs: LauncherPrograms,
     /** The scripts of the launch's monitor and task init, the name of the file of its environment and command, and the directory of gates (root's alone). */
     private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly taskFile: string; readonly gates: string },
-    /** Called with each execution whose launch says its task exited, then that it ended (its exit code written). */
-    private readonly events: { readonly exited: (executionId: string) => void; readonly ended: (executionId: string) => void },
+    /** Called with each execution whose launch says it ended (its exit code written), and the code, when it said one. */
+    private readonly events: { readonly ended: (executionId: string, exitCode?: number) => void },
     private readonly logger?: Logger,
   ) {}
 
@@ -139,7 +140,7 @@ export class Launcher {
   private send(pending: Pending): void {
     const requests = this.running();
     Object.assign(pending, { sentTo: requests, taken: false });
-    // A launcher that died takes its pipe with it: the write fails, and its end settles the request (see ended).
+    // A launcher that died takes its pipe with it: the write fails, and its end settles the request (see launcherEnded).
     requests.write(pending.request);
   }
 
@@ -149,7 +150,7 @@ export class Launcher {
    * died before the hub heard of it). One it took may or may not have been acted on: it fails, and
    * never runs twice; a monitor it spawned runs on and is followed as any other.
    */
-  private ended(requests: Writable): void {
+  private launcherEnded(requests: Writable): void {
     if (this.requests === requests) this.requests = undefined;
     for (const [executionId, pending] of this.pending) {
       if (!pending.failed || pending.sentTo !== requests) continue;
@@ -211,7 +212,7 @@ export class Launcher {
     createInterface({ input: child.stdio[3] as Readable }).on('line', (line) => this.heard(line));
     createInterface({ input: child.stdio[4] as Readable })
       .on('line', (line) => this.heard(line))
-      .on('close', () => this.ended(requests));
+      .on('close', () => this.launcherEnded(requests));
     createInterface({ input: child.stderr as Readable }).on('line', (line) => this.logger?.warn({ line }, 'The launcher says'));
     child.once('exit', (code, signal) => {
       // No request goes to it any more; those it had are settled once its answers are all read.
@@ -226,18 +227,20 @@ export class Launcher {
   }
 
   private heard(line: string): void {
-    const [what, executionId, pid, gate] = line.split(' ');
+    const [what, executionId, ...rest] = line.split(' ');
     const pending = this.pending.get(executionId);
     switch (what) {
       case 'taken':
         if (pending) pending.taken = true;
         break;
-      case 'spawned':
+      case 'spawned': {
+        const [pid, gate] = rest;
         if (pending?.spawned) {
           pending.spawned({ pid: Number(pid), ...(gate && { gate }) });
           pending.spawned = pending.failed = pending.request = pending.sentTo = undefined;
         }
         break;
+      }
       case 'failed':
         pending?.failed?.(new Error('its working directory could not be entered, or no gate could be made'));
         pending?.started?.();
@@ -247,17 +250,16 @@ export class Launcher {
         pending?.started?.(new Date());
         if (pending) pending.started = undefined;
         break;
-      case 'ended':
+      case 'ended': {
         // The launcher's `spawned` and the launch's `ended` are written by two processes: a short
         // task's end may come first. The entry stays until the start lets go of it (forget), so
         // that `spawned` still finds it.
         pending?.started?.();
         if (pending) pending.started = undefined;
-        this.events.ended(executionId);
+        const [code] = rest;
+        this.events.ended(executionId, code === undefined ? undefined : exitCodeOf(code));
         break;
-      case 'exited':
-        this.events.exited(executionId);
-        break;
+      }
       default:
         this.logger?.warn({ line }, 'The launcher said something unexpected');
     }

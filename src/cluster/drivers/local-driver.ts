@@ -5,8 +5,17 @@ import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { StartupError } from '../../common/errors/startup-error.js';
 import type { ExecutionCgroups } from './cgroups.js';
-import { LIMIT_NAMES, type ClusterDriver, type DriverNode, type ExecutionLimits, type Launch, type Outcome, type Tracked } from './cluster-driver.js';
-import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
+import {
+  LIMIT_NAMES,
+  type ClusterDriver,
+  type Ended,
+  type DriverNode,
+  type ExecutionLimits,
+  type Launch,
+  type Outcome,
+  type Tracked,
+} from './cluster-driver.js';
+import { endedWith, EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
 import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
@@ -18,9 +27,8 @@ const TASK_FILE = 'task';
  * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
  * environment, as the leader of a session and process group of its own: it joins the execution's
  * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
- * finds it, even across a hub restart (`$0` is that file), and tells the hub that its task
- * exited (as soon as it has), then that it ended (once the exit code is written), on descriptor 3,
- * when the hub that started it still listens. It runs no program of its own (the hub removes the
+ * finds it, even across a hub restart (`$0` is that file), and then tells the hub that it ended,
+ * with the code, on descriptor 3, when the hub that started it still listens. It runs no program of its own (the hub removes the
  * task's file once it heard the end, or read it) and is never given anything of the job's but
  * the launch's file. The exit code is one short write: a monitor killed before it leaves an empty
  * file, which reads as none. A stop signals the whole process group: it only notes the signal and
@@ -32,10 +40,8 @@ const MONITOR = [
   '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") </dev/null & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
-  // The task is gone: its CPUs may go to the next at once, before this launch's own bookkeeping.
-  "trap '' PIPE; printf 'exited %s\\n' \"$id\" >&3",
   'printf %s "$code" > "$exit_file"',
-  'printf \'ended %s\\n\' "$id" >&3',
+  'trap \'\' PIPE; printf \'ended %s %s\\n\' "$id" "$code" >&3',
   'exit "$code"',
 ].join('\n');
 
@@ -170,7 +176,7 @@ export class LocalDriver implements ClusterDriver {
   readonly name = 'local';
   readonly queues = false;
   private readonly listeners: (() => void)[] = [];
-  private readonly exitListeners: ((executionId: string) => void)[] = [];
+  private readonly exitListeners: ((executionId: string, ended?: Ended) => void)[] = [];
   private readonly programs: LaunchPrograms;
   /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
   private readonly userNamespaces: boolean;
@@ -186,7 +192,7 @@ export class LocalDriver implements ClusterDriver {
   private readonly abandoned = new Map<string, () => void>();
   /** Directories of executions made traversable already. */
   private readonly madeParents = new Set<string>();
-  /** When this hub heard each launch's task exit, until its end is read: a finer time than the exit-code file's (the kernel's clock tick). */
+  /** When this hub heard each launch with limits end, until its end is read: a finer time than the exit-code file's (the kernel's clock tick). */
   private readonly exitedAt = new Map<string, string>();
   readonly preparesPerNode: number;
 
@@ -209,7 +215,7 @@ export class LocalDriver implements ClusterDriver {
     this.launcher = new Launcher(
       this.programs,
       { monitor: MONITOR, taskInit: TASK_INIT, taskFile: TASK_FILE, gates: this.gatesDir },
-      { exited: (executionId) => this.taskExited(executionId), ended: (executionId) => this.launchEnded(executionId) },
+      { ended: (executionId, exitCode) => this.launchEnded(executionId, exitCode) },
       logger,
     );
     this.preparesPerNode = options.prepared;
@@ -380,8 +386,14 @@ export class LocalDriver implements ClusterDriver {
     return result;
   }
 
-  /** What the task left running in the background ends with it (as a batch system's job does); the group's id cannot have been reused while any of it runs. */
-  private launchEnded(executionId: string): void {
+  /**
+   * A launch ended, its exit code written. What the task left running in the background ends with
+   * it, as a batch system's job does (the group's id cannot have been reused while any of it runs).
+   * An execution without limits has nothing more to its end than its code: the listeners are told
+   * how it ended at once, and nothing is kept of it. One with limits is read by `outcomes`.
+   */
+  private launchEnded(executionId: string, exitCode?: number): void {
+    const heardAt = new Date().toISOString();
     const monitor = this.monitors.get(executionId);
     this.monitors.delete(executionId);
     if (monitor !== undefined) {
@@ -398,14 +410,15 @@ export class LocalDriver implements ClusterDriver {
     }
     const abandoned = this.abandoned.get(executionId);
     if (abandoned) return abandoned();
-    this.changed();
-  }
-
-  /** A launch's task exited (its exit code is not written yet): its CPUs are free. */
-  private taskExited(executionId: string): void {
-    if (this.abandoned.has(executionId)) return;
-    this.exitedAt.set(executionId, new Date().toISOString());
+    if (monitor !== undefined && exitCode !== undefined && this.watched.get(executionId) === null) {
+      this.watched.delete(executionId);
+      const ended = endedWith(exitCode, heardAt);
+      for (const listener of this.exitListeners) listener(executionId, ended);
+      return;
+    }
+    this.exitedAt.set(executionId, heardAt);
     for (const listener of this.exitListeners) listener(executionId);
+    this.changed();
   }
 
   close(): Promise<void> {
@@ -435,7 +448,7 @@ export class LocalDriver implements ClusterDriver {
     this.listeners.push(listener);
   }
 
-  onExit(listener: (executionId: string) => void): void {
+  onExit(listener: (executionId: string, ended?: Ended) => void): void {
     this.exitListeners.push(listener);
   }
 
