@@ -648,7 +648,11 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     // Not written: stopped meanwhile, which freed its CPUs and recorded its end.
     if (this.followed.get(executionId) === slot) this.followed.delete(executionId);
     if (written) this.metrics.ended(ended.state);
-    if (next && handed) return this.release(next);
+    if (next && handed) {
+      // Those prepared are refilled before they run out, as the follow does.
+      if (this.preparedFewerThan(0.5)) this.wake();
+      return this.release(next);
+    }
     if (next) this.keepPrepared(next);
     this.wake();
   }

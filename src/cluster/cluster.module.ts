@@ -38,7 +38,7 @@ const DRIVER: Provider = {
     if (root && !cgroups)
       logger.warn("No control groups can be made here: the execution profiles' maxProcesses and maxMemoryMiB are not enforced (maxRunSeconds is)");
     const slots = config.localSlots ?? availableParallelism();
-    return new LocalDriver({ labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? slots }, logger);
+    return new LocalDriver({ labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? 2 * slots }, logger);
   },
 };
 

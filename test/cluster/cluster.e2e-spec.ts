@@ -1172,7 +1172,7 @@ describe('the cluster with one slot', () => {
     const second = await c.submit({ name: 'second', executionProfileId: standardId, task: { command: 'echo', args: ['second'] } });
     const queued = await c.untilEvent(second.id, 'Queued');
     expect(queued.status).toBe('pending');
-    // Next in line, its launch is prepared up to its task (HUB_LOCAL_PREPARED_LAUNCHES: as many as the slots).
+    // Next in line, its launch is prepared up to its task (HUB_LOCAL_PREPARED_LAUNCHES: twice the slots).
     expect(queued.taskStates.main.events.at(-1)?.message).toBe(`Waiting for a free CPU on ${hostname()}, its launch prepared`);
     expect((await c.jobs('filter[name][ST]=second')).data[0]).toMatchObject({ status: 'pending', taskSummary: { queued: 1 } });
     first.open();
@@ -1188,11 +1188,12 @@ describe('the cluster with one slot', () => {
     const middle = await c.submit({ name: 'middle', executionProfileId: standardId, task: { command: 'true' } });
     const high = await c.submit({ name: 'high', executionProfileId: standardId, priority: 90, task: { command: 'true' } });
     await c.untilEvent(high.id, 'Queued');
-    // The one not prepared says why it waits, from the next tick's round.
+    // Two are prepared (twice the slots), the high and the middle one: the low one, put back in
+    // line, says why it waits, from the next tick's round.
     const waiting = await poll(
-      () => c.executionOf(middle.id),
+      () => c.executionOf(low.id),
       (execution) => execution.taskStates.main.events.at(-1)?.message === `Waiting for a free CPU on ${hostname()}`,
-      'the middle one to say it waits',
+      'the low one to say it waits',
     );
     expect(waiting.status).toBe('pending');
     blocker.open();

@@ -54,7 +54,7 @@ export abstract class HubConfig {
   abstract readonly localNodeLabels: readonly string[];
   /** How many CPUs' worth of executions the local driver runs at once; absent: the host's CPUs. */
   abstract readonly localSlots?: number;
-  /** How many launches of the next in line the local driver keeps prepared, waiting for a slot; absent: as many as its slots. */
+  /** How many launches of the next in line the local driver keeps prepared, waiting for a slot; absent: twice its slots. */
   abstract readonly localPreparedLaunches?: number;
   /** Days a finished job, its executions, logs and files are kept. */
   abstract readonly jobRetentionDays: number;
