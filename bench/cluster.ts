@@ -4,7 +4,8 @@
 //   from sending the POST to the execution's taskStates.main.startedAt; the POST's own reply; and
 //   sending the POST → `completed` seen by polling;
 // - 500 short jobs (`true`) by 10 concurrent submitters, from the first POST to the time the hub
-//   recorded the last of them ended (its modifiedTime, read once all are done), beside the same 500 processes spawned directly from Node two at a time;
+//   recorded the last of them ended (its modifiedTime, read once all are done), beside the mean of
+//   two runs (before and after) of the same 500 processes spawned directly from Node two at a time;
 // - submissions while both slots are busy: 10 concurrent clients fill a queue of 10,000 jobs
 //   (accepted per second, 5xx); then with them pending, a submission's reply (against the empty
 //   hub's) and the next task's start after a slot is freed (from the freeing task's end, once the
@@ -284,13 +285,17 @@ async function main(): Promise<void> {
   }
 
   // 2. 500 short jobs by 10 concurrent submitters, against spawning them directly through as many slots.
-  const directSeconds = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
+  // The direct spawn before and after the hub's run, their mean the baseline: the same 500 spawns
+  // varied from 0.64 to 1.32 s between runs on this machine.
+  const directBefore = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
   const began = nowMs();
   const burst = await submitConcurrently(SHORT_JOBS, SUBMITTERS, (index) => c.submit(`short-${index}`, 'true'));
   // Until the last is recorded ended, as the hub recorded it: polled gently, for a client that
   // polls every few milliseconds costs the two CPUs under test as much as a fifth of the run.
   while ((await c.unfinished()) > 0) await sleep(50);
   const shortSeconds = ((await c.lastRecordedEnd()) - began) / 1000;
+  const directAfter = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
+  const directSeconds = (directBefore + directAfter) / 2;
 
   // 3. Both slots busy: 10 clients fill the queue; with it full, a submission's reply and a freed slot's refill.
   let holder = await gate(c, dataDir, 'holder-a', 100);
@@ -359,6 +364,7 @@ async function main(): Promise<void> {
       jobs: SHORT_JOBS,
       hubSeconds: round(shortSeconds, 2),
       directSeconds: round(directSeconds, 2),
+      directRunsSeconds: [round(directBefore, 2), round(directAfter, 2)],
       ratio: round(shortSeconds / directSeconds, 2),
       acceptedPerSecond: Math.round(SHORT_JOBS / burst.seconds),
     },
@@ -377,7 +383,7 @@ async function main(): Promise<void> {
   writeResults('cluster', results);
   console.log(
     `cluster job path (${cpus().length} CPUs, load ${results.machine.loadAverage[0]}): submit→started p50 ${results.submitToStarted.p50Ms} ms p99 ${results.submitToStarted.p99Ms} ms` +
-      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s = ${results.shortJobs.ratio}× (accepted ${results.shortJobs.acceptedPerSecond}/s)` +
+      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (accepted ${results.shortJobs.acceptedPerSecond}/s)` +
       ` | ${SUBMITTERS} clients, slots busy: ${results.submissionsWhileBusy.perSecond}/s | ${QUEUE} pending: reply p50 ${results.fullQueue.replyP50Ms} ms (${results.fullQueue.ratio}× empty), freed slot → next started p50 ${p(refills, 0.5)} ms max ${round(Math.max(...refills))} ms` +
       ` | RSS after 500 ${rss500} MiB, after ${MEMORY_JOBS} ${rss5000} MiB (+${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );

@@ -28,6 +28,11 @@ import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 const TICK_MS = 1000;
 const NODE_SYNC_EVERY = 10;
 const ADOPT_EVERY = 5;
+/**
+ * How long the start of a task the driver tells the end of waits to be written: one that ends
+ * meanwhile (most short tasks) has its start and end written in one statement.
+ */
+const START_RECORD_AFTER_MS = 5;
 /** At most how long a submission that can only be prepared waits for the round it shares with others. */
 const PREPARE_AFTER_MS = 20;
 /** How many executions in line one placement round looks at. */
@@ -67,8 +72,20 @@ interface Followed {
   recorded?: { readonly driverRef: string; readonly taskState: TaskState };
   /** Its end was heard before its start was recorded: the follow looks again once it is. */
   endHeard?: boolean;
+  /** Its start, while it waits to be written (see START_RECORD_AFTER_MS); `take` has its end write it. */
+  deferredStart?: DeferredStart;
   ending?: boolean;
   handedOver?: Promise<boolean>;
+}
+
+/** The start of a task, not yet written. */
+interface DeferredStart {
+  readonly execution: ClaimedExecution;
+  readonly nodeName: string;
+  readonly driverRef: string;
+  readonly startedAt: Date;
+  readonly taskState: TaskState;
+  readonly take: () => void;
 }
 
 /** A launch this hub prepared for one of the next in line: it waits at its gate for a slot on its node. */
@@ -628,7 +645,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * it was not handed the CPUs (it was stopped), placement decides who takes them.
    */
   private async recordEnd(executionId: string, slot: Followed, ended: Ended, next?: PreparedLaunch): Promise<void> {
-    const recorded = (await slot.startRecorded) ? slot.recorded : undefined;
+    // A start not written yet is written with the end.
+    const deferred = slot.deferredStart;
+    slot.deferredStart = undefined;
+    deferred?.take();
+    const recorded = deferred ?? ((await slot.startRecorded) ? slot.recorded : undefined);
+    const expected = deferred ? 'pending' : 'running';
     let written = false;
     let handed = false;
     if (recorded) {
@@ -636,13 +658,19 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.end(taskState, undefined, ended.state, ended.exitCode, this.eventOf(ended), ended.finishedAt);
       const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState };
       try {
-        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, change, next.execution.id));
-        else written = await this.cluster.transition(executionId, 'running', this.hub, change);
+        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id));
+        else written = await this.cluster.transition(executionId, expected, this.hub, change);
       } catch (error) {
         this.logger.error({ err: error, executionId }, 'Could not record the end of an execution; the follow reads it again');
         slot.ending = false;
         if (next) this.keepPrepared(next);
+        // Its start is written on its own, so that the follow finds it.
+        if (deferred) await this.writeStart(deferred.execution, deferred.nodeName, deferred.driverRef, deferred.startedAt, deferred.taskState, slot);
         return this.wake(true);
+      }
+      if (deferred) {
+        slot.settleStart(written);
+        if (written) this.metrics.started(deferred.nodeName, deferred.execution.created, deferred.startedAt);
       }
     }
     // Not written: stopped meanwhile, which freed its CPUs and recorded its end.
@@ -691,11 +719,40 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     }
   }
 
-  /** Records a launched execution started (or submitted; at `startedAt` when the driver knows), in one statement; one stopped meanwhile is killed again. */
+  /**
+   * Records a launched execution started (or submitted; at `startedAt` when the driver knows), in
+   * one statement; one stopped meanwhile is killed again. A start whose end the driver will tell is
+   * written START_RECORD_AFTER_MS later, or with its end when that comes first.
+   */
   private async recordStart(execution: ClaimedExecution, nodeName: string, driverRef: string, startedAt = new Date(), slot?: Followed): Promise<void> {
     const taskState = structuredClone(execution.taskState);
     if (this.driver.queues) taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
     else this.markRunning(taskState, nodeName, startedAt);
+    if (slot && !this.driver.queues && this.driver.onExit) {
+      // A moment later, unless its end, told meanwhile, takes it (see recordEnd).
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, START_RECORD_AFTER_MS);
+        const take = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        slot.deferredStart = { execution, nodeName, driverRef, startedAt, taskState, take };
+      });
+      if (slot.deferredStart === undefined) return;
+      slot.deferredStart = undefined;
+    }
+    await this.writeStart(execution, nodeName, driverRef, startedAt, taskState, slot);
+  }
+
+  /** Writes a start (see recordStart). */
+  private async writeStart(
+    execution: ClaimedExecution,
+    nodeName: string,
+    driverRef: string,
+    startedAt: Date,
+    taskState: TaskState,
+    slot?: Followed,
+  ): Promise<void> {
     const status = this.driver.queues ? 'pending' : 'running';
     let recorded = false;
     try {

@@ -179,8 +179,9 @@ const TRANSITION: NamedStatement = {
 };
 
 /**
- * A transition of an execution this hub follows to its end ($7 running, $8 the hub), which hands
- * its CPUs to one the hub prepared ($9) in the same statement: see ClusterRepository.endAndHandOver.
+ * A transition of an execution this hub follows to its end ($7 running, or pending when its start
+ * is written with its end; $8 the hub), which hands its CPUs to one the hub prepared ($9) in the
+ * same statement: see ClusterRepository.endAndHandOver.
  */
 const END_AND_HAND_OVER: NamedStatement = {
   name: 'cluster-end-and-hand-over',
@@ -618,13 +619,20 @@ export class ClusterRepository {
   }
 
   /**
-   * Records the end of a running execution this hub follows (if it still is: false, and nothing
-   * changed, when it was stopped meanwhile) and gives its CPUs to `nextId`, which this hub
-   * prepared on its node, in one statement: the node is never seen emptier than it is, and its
-   * CPUs are never booked twice. `handed` is false when the next was stopped meanwhile.
+   * Records the end of an execution this hub follows, `expected` as it is (running, or pending when
+   * its start is written with its end; false, and nothing changed, when it was stopped meanwhile),
+   * and gives its CPUs to `nextId`, which this hub prepared on its node, in one statement: the node
+   * is never seen emptier than it is, and its CPUs are never booked twice. `handed` is false when
+   * the next was stopped meanwhile.
    */
-  async endAndHandOver(hub: number, id: string, change: ExecutionChange, nextId: string): Promise<{ written: boolean; handed: boolean }> {
-    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, 'running', hub, nextId];
+  async endAndHandOver(
+    hub: number,
+    id: string,
+    expected: 'pending' | 'running',
+    change: ExecutionChange,
+    nextId: string,
+  ): Promise<{ written: boolean; handed: boolean }> {
+    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub, nextId];
     const [{ written, handed }] = (await runNamed<{ written: number; handed: number }>(this.dataSource, END_AND_HAND_OVER, values)).rows;
     return { written: written > 0, handed: handed > 0 };
   }
