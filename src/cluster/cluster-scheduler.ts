@@ -126,8 +126,8 @@ function repeats(last: TaskEvent | null | undefined, event: TaskEvent): boolean 
  * node so that hubs sharing a node never fill more than its CPUs; the claiming hub alone starts,
  * follows and settles an execution. Where the driver prepares launches, the next in line are
  * claimed `prepared` while the node is full and launched up to their gate; the end of an
- * execution this hub started hands its CPUs to the first of them at once (one statement, then a
- * write to its gate), before its end is even recorded. A hub that dies leaves its executions to a
+ * execution this hub started hands its CPUs to the first of them at once (one statement, with its
+ * end where the driver told it, then a write to its gate). A hub that dies leaves its executions to a
  * live hub sharing their node (see {@link HubPresence}), or to its own return. A tick each second
  * is the safety net, a queueing cluster's poll, and where nodes are synced and dead hubs' work
  * adopted.

@@ -13,11 +13,18 @@ describe('the launcher', () => {
   // A monitor that only waits a little: what the launcher itself says is under test.
   const launcher = new Launcher(programs, { monitor: 'sleep 0.2', taskInit: ':', taskFile: 'task', gates: root }, { ended: (id) => ended.push(id) });
   const heard = (line: string) => (launcher as unknown as { heard(line: string): void }).heard(line);
+  const launcherPid = () => (launcher as unknown as { process: { pid: number } }).process.pid;
   const request = (executionId: string) => {
     const executionDir = join(root, executionId);
     mkdirSync(join(executionDir, 'work'), { recursive: true });
     mkdirSync(join(executionDir, 'logs'));
     return { executionId, executionDir, exitFile: join(executionDir, 'exit-code'), cgroups: [], isolation: [] };
+  };
+  /** A launcher that has started a launch (so it runs), and its pid. */
+  const runningLauncher = async (executionId: string) => {
+    await launcher.spawn(request(executionId));
+    launcher.forget(executionId);
+    return launcherPid();
   };
   afterAll(() => {
     launcher.close();
@@ -36,34 +43,28 @@ describe('the launcher', () => {
   });
 
   it('sends a launch to a new launcher when its request reached no one (the launcher had died, its end not yet heard)', async () => {
-    await launcher.spawn(request('first'));
-    launcher.forget('first');
-    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    const dead = await runningLauncher('first');
     process.kill(dead, 'SIGKILL');
     // Until it is a zombie, without letting the event loop hear of its end.
     while (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${dead}/stat`, 'utf8'))) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
     const { pid } = await launcher.spawn(request('second'));
     launcher.forget('second');
-    expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
+    expect([pid > 0, launcherPid() === dead]).toEqual([true, false]);
   });
 
   it('sends a launch to a new launcher when its request reached the pipe of a launcher that died before reading it', async () => {
-    await launcher.spawn(request('third'));
-    launcher.forget('third');
-    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    const dead = await runningLauncher('third');
     // Stopped, the launcher reads nothing: the request sits in its pipe until it is killed.
     process.kill(dead, 'SIGSTOP');
     const spawned = launcher.spawn(request('fourth'));
     process.kill(dead, 'SIGKILL');
     const { pid } = await spawned;
     launcher.forget('fourth');
-    expect([pid > 0, (launcher as unknown as { process: { pid: number } }).process.pid === dead]).toEqual([true, false]);
+    expect([pid > 0, launcherPid() === dead]).toEqual([true, false]);
   });
 
   it('fails, and never sends again, a launch whose launcher said it took the request and then died', async () => {
-    await launcher.spawn(request('fifth'));
-    launcher.forget('fifth');
-    const dead = (launcher as unknown as { process: { pid: number } }).process.pid;
+    const dead = await runningLauncher('fifth');
     process.kill(dead, 'SIGSTOP');
     const spawned = launcher.spawn(request('sixth'));
     // As if it had read the request and died before saying what came of it.
