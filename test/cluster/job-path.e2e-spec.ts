@@ -478,6 +478,32 @@ describe('the job path', () => {
       const handlesBefore = handles();
       await Promise.all(Array.from({ length: 100 }, (_, index) => c.submit(`memory-${index}`, profileId, 'true')));
       expect(await c.allDone()).toEqual({ completed: 100, failed: 0, lost: 0 });
+      // One with limits, stopped: the hub never reads its end, and keeps nothing of it either.
+      const headers = { ...bearer(hub.adminToken), 'content-type': 'application/json' };
+      const limited = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/execution-profiles/execprofiles',
+        headers,
+        payload: JSON.stringify({ name: 'Limited', properties: { maxRunSeconds: 60 } }),
+      });
+      const limitedId = limited.json<{ _id: string }>()._id;
+      const namespaceId = (await hub.inject({ method: 'GET', url: '/api/v2/namespaces?filter[name][EQ]=default', headers })).json<{
+        data: { _id: string }[];
+      }>().data[0]._id;
+      await hub.inject({
+        method: 'POST',
+        url: '/api/v2/execution-profiles/bindings',
+        headers,
+        payload: JSON.stringify({ executionProfileId: limitedId, namespaceId }),
+      });
+      const stopped = await c.submit('limited', limitedId, 'sleep 30');
+      const stoppedExecution = await c.until(stopped.id, 'running');
+      expect((await hub.inject({ method: 'POST', url: `${API}/jobs/${stopped.id}/stop`, headers: bearer(hub.adminToken) })).statusCode).toBeLessThan(300);
+      await poll(
+        () => Promise.resolve(processesNaming(stoppedExecution.id).length + driver.monitors.size + driver.watched.size),
+        (left) => left === 0,
+        'the stopped one to be forgotten',
+      );
       await poll(
         () => Promise.resolve(scheduler.starting.size),
         (size) => size === 0,

@@ -28,11 +28,11 @@ const TASK_FILE = 'task';
  * environment, as the leader of a session and process group of its own: it joins the execution's
  * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
  * finds it, even across a hub restart (`$0` is that file), and then tells the hub that it ended,
- * with the code, on descriptor 3, when the hub that started it still listens. It runs no program of its own (the hub removes the
- * task's file once it heard the end, or read it) and is never given anything of the job's but
- * the launch's file. The exit code is one short write: a monitor killed before it leaves an empty
- * file, which reads as none. A stop signals the whole process group: it only notes the signal and
- * keeps waiting.
+ * with the code, on descriptor 3, when the hub that started it still listens. It runs no program
+ * of its own (the hub removes the task's file once it heard the end, or read it) and is never
+ * given anything of the job's but the launch's file. The exit code is one short write: a monitor
+ * killed before it leaves an empty file, which reads as none. A stop signals the whole process
+ * group: it only notes the signal and keeps waiting.
  */
 const MONITOR = [
   "trap ':' TERM INT",
@@ -437,11 +437,15 @@ export class LocalDriver implements ClusterDriver {
 
   async stop(tracked: Tracked): Promise<void> {
     const pid = Number(tracked.driverRef);
-    if (!(await runs(pid, exitFileOf(tracked.executionDir)))) return;
-    this.signal(pid, 'SIGTERM');
-    const deadline = Date.now() + STOP_GRACE_MS;
-    while (Date.now() < deadline && (await runs(pid, exitFileOf(tracked.executionDir)))) await new Promise((resolve) => setTimeout(resolve, 50));
-    this.signal(pid, 'SIGKILL');
+    if (await runs(pid, exitFileOf(tracked.executionDir))) {
+      this.signal(pid, 'SIGTERM');
+      const deadline = Date.now() + STOP_GRACE_MS;
+      while (Date.now() < deadline && (await runs(pid, exitFileOf(tracked.executionDir)))) await new Promise((resolve) => setTimeout(resolve, 50));
+      this.signal(pid, 'SIGKILL');
+    }
+    // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file.
+    for (const kept of [this.watched, this.exitedAt, this.monitors]) kept.delete(tracked.executionId);
+    rmSync(join(tracked.executionDir, TASK_FILE), { force: true });
   }
 
   onChange(listener: () => void): void {
