@@ -674,7 +674,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       }
     }
     // Not written: stopped meanwhile, which freed its CPUs and recorded its end.
-    if (this.followed.get(executionId) === slot) this.followed.delete(executionId);
+    this.unfollow(executionId, slot);
     if (written) this.metrics.ended(ended.state);
     if (next && handed) {
       // Those prepared are refilled before they run out, as the follow does.
@@ -694,7 +694,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return slot;
   }
 
-  /** Forgets an execution whose start will never be recorded. */
+  /** Forgets an execution; a start not recorded by now never will be. */
   private unfollow(executionId: string, slot: Followed | undefined): void {
     slot?.settleStart(false);
     if (this.followed.get(executionId) === slot) this.followed.delete(executionId);

@@ -173,6 +173,11 @@ const TRANSITION_STEPS = `
     RETURNING a.owner_id
   )`;
 
+/** The parameters of TRANSITION_STEPS, in order. */
+function transitionValues(id: string, expected: ExecutionStatus, hub: number | null, change: ExecutionChange): unknown[] {
+  return [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub];
+}
+
 const TRANSITION: NamedStatement = {
   name: 'cluster-transition',
   text: `WITH ${TRANSITION_STEPS} SELECT count(*)::int AS written FROM e`,
@@ -610,7 +615,7 @@ export class ClusterRepository {
    * hub's, when `hub` is given); false when it has moved on meanwhile.
    */
   async transition(id: string, expected: ExecutionStatus, hub: number | null, change: ExecutionChange, manager?: EntityManager): Promise<boolean> {
-    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub];
+    const values = transitionValues(id, expected, hub, change);
     // Within a transaction, on its connection; otherwise as the named statement every start and end runs.
     const [{ written }]: { written: number }[] = manager
       ? await manager.query(TRANSITION.text, values)
@@ -632,7 +637,7 @@ export class ClusterRepository {
     change: ExecutionChange,
     nextId: string,
   ): Promise<{ written: boolean; handed: boolean }> {
-    const values = [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub, nextId];
+    const values = [...transitionValues(id, expected, hub, change), nextId];
     const [{ written, handed }] = (await runNamed<{ written: number; handed: number }>(this.dataSource, END_AND_HAND_OVER, values)).rows;
     return { written: written > 0, handed: handed > 0 };
   }
