@@ -139,6 +139,27 @@ async function submitConcurrently(
   return { seconds: (nowMs() - began) / 1000, replies };
 }
 
+/**
+ * Milliseconds of CPU the whole machine has spent busy (user, system and interrupts, from
+ * /proc/stat; undefined elsewhere): what a run costs, whatever else it waits on.
+ */
+function machineBusyMs(): number | undefined {
+  try {
+    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return ((user + nice + system + irq + softirq) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `run` took in seconds, and the machine's busy CPU per job in milliseconds over it. */
+async function timedWithCpu(jobs: number, run: () => Promise<number>): Promise<{ seconds: number; cpuMsPerJob?: number }> {
+  const busyBefore = machineBusyMs();
+  const seconds = await run();
+  const busyAfter = machineBusyMs();
+  return { seconds, ...(busyBefore !== undefined && busyAfter !== undefined && { cpuMsPerJob: (busyAfter - busyBefore) / jobs }) };
+}
+
 /** The same processes spawned directly from Node, `slots` at a time. */
 async function spawnDirectly(count: number, slots: number, command: string): Promise<number> {
   let next = 0;
@@ -300,10 +321,18 @@ async function main(): Promise<void> {
     return { seconds: ((await c.lastRecordedEnd()) - began) / 1000, submitted: burst.seconds };
   };
   const warmUp = await burstOf(SHORT_JOBS / 5, 'warm-up');
-  const directBefore = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
-  const { seconds: shortSeconds, submitted: burstSubmitted } = await burstOf(SHORT_JOBS, 'short');
-  const directAfter = await spawnDirectly(SHORT_JOBS, SLOTS, 'true');
-  const directSeconds = (directBefore + directAfter) / 2;
+  const directBefore = await timedWithCpu(SHORT_JOBS, () => spawnDirectly(SHORT_JOBS, SLOTS, 'true'));
+  let burstSubmitted = 0;
+  const short = await timedWithCpu(SHORT_JOBS, async () => {
+    const burst = await burstOf(SHORT_JOBS, 'short');
+    burstSubmitted = burst.submitted;
+    return burst.seconds;
+  });
+  const directAfter = await timedWithCpu(SHORT_JOBS, () => spawnDirectly(SHORT_JOBS, SLOTS, 'true'));
+  const shortSeconds = short.seconds;
+  const directSeconds = (directBefore.seconds + directAfter.seconds) / 2;
+  const directCpuMsPerJob =
+    directBefore.cpuMsPerJob !== undefined && directAfter.cpuMsPerJob !== undefined ? (directBefore.cpuMsPerJob + directAfter.cpuMsPerJob) / 2 : undefined;
 
   // 3. Both slots busy: 10 clients fill the queue; with it full, a submission's reply and a freed slot's refill.
   let holder = await gate(c, dataDir, 'holder-a', 100);
@@ -375,7 +404,10 @@ async function main(): Promise<void> {
       jobs: SHORT_JOBS,
       hubSeconds: round(shortSeconds, 2),
       directSeconds: round(directSeconds, 2),
-      directRunsSeconds: [round(directBefore, 2), round(directAfter, 2)],
+      directRunsSeconds: [round(directBefore.seconds, 2), round(directAfter.seconds, 2)],
+      // The whole machine's CPU per job (the hub, PostgreSQL, the jobs and the client; Linux only).
+      cpuMsPerJob: short.cpuMsPerJob === undefined ? undefined : round(short.cpuMsPerJob, 2),
+      directCpuMsPerJob: directCpuMsPerJob === undefined ? undefined : round(directCpuMsPerJob, 2),
       ratio: round(shortSeconds / directSeconds, 2),
       acceptedPerSecond: Math.round(SHORT_JOBS / burstSubmitted),
       warmUp: { jobs: SHORT_JOBS / 5, seconds: round(warmUp.seconds, 2) },
@@ -395,7 +427,7 @@ async function main(): Promise<void> {
   writeResults('cluster', results);
   console.log(
     `cluster job path (${cpus().length} CPUs, load ${results.machine.loadAverage[0]}): submit→started p50 ${results.submitToStarted.p50Ms} ms p99 ${results.submitToStarted.p99Ms} ms` +
-      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (accepted ${results.shortJobs.acceptedPerSecond}/s; warm-up of ${results.shortJobs.warmUp.jobs}: ${results.shortJobs.warmUp.seconds} s)` +
+      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (CPU per job ${results.shortJobs.cpuMsPerJob ?? '?'} ms vs ${results.shortJobs.directCpuMsPerJob ?? '?'} ms; accepted ${results.shortJobs.acceptedPerSecond}/s; warm-up of ${results.shortJobs.warmUp.jobs}: ${results.shortJobs.warmUp.seconds} s)` +
       ` | ${SUBMITTERS} clients, slots busy: ${results.submissionsWhileBusy.perSecond}/s | ${QUEUE} pending: reply p50 ${results.fullQueue.replyP50Ms} ms (${results.fullQueue.ratio}× empty), freed slot → next started p50 ${p(refills, 0.5)} ms max ${round(Math.max(...refills))} ms` +
       ` | RSS after ${firstJobs} ${rss500} MiB, after ${lastJobs} ${rss5000} MiB (+${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );

@@ -24,12 +24,12 @@ asRoot('tasks on the local driver, run by a hub running as root', () => {
   let profile: string;
   const admin = () => bearer(hub.adminToken);
 
-  const submit = async (script: string): Promise<string> => {
+  const submit = async (script: string, envVars?: { name: string; value: string }[]): Promise<string> => {
     const response = await hub.inject({
       method: 'POST',
       url: '/api/v2/cluster/jobs',
       headers: admin(),
-      payload: { name: 'isolation', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script] } },
+      payload: { name: 'isolation', namespace: 'default', executionProfileId: profile, task: { command: 'sh', args: ['-c', script], envVars } },
     });
     expect(response.statusCode).toBe(201);
     return response.json<{ id: string }>().id;
@@ -61,11 +61,25 @@ asRoot('tasks on the local driver, run by a hub running as root', () => {
   afterAll(() => hub?.close());
 
   it('runs a task as a uid of its user’s own (from HUB_JOB_UID_BASE), in its own working directory as HOME', async () => {
-    const done = await until(await submit('id -u; pwd; echo "$HOME"'), ended);
-    const [user, pwd, home] = (await stdout(done.id)).trim().split('\n');
+    const done = await until(await submit('id -u; pwd; echo "$HOME"; id -G; grep NoNewPrivs /proc/self/status'), ended);
+    const [user, pwd, home, groups, noNewPrivs] = (await stdout(done.id)).trim().split('\n');
     expect(Number(user)).toBeGreaterThanOrEqual(200000);
     expect(pwd).toMatch(/\/executions\/[0-9a-f-]{36}\/work$/);
     expect(home).toBe(pwd);
+    // Its own gid alone, and no setuid program can give it more.
+    expect(groups).toBe(user);
+    expect(noNewPrivs).toBe('NoNewPrivs:\t1');
+  });
+
+  it('keeps a task’s environment and command off the disk, and removes them once it ended', async () => {
+    const done = await until(await submit('echo "$SECRET_TOKEN"; pwd', [{ name: 'SECRET_TOKEN', value: 'kept-in-memory' }]), ended);
+    const [secret, pwd] = (await stdout(done.id)).trim().split('\n');
+    expect(secret).toBe('kept-in-memory');
+    // In the hub's runtime directory, on /run (a memory filesystem), never in the execution's directory.
+    const runtime = readdirSync('/run').filter((name) => name.startsWith(`hub-${process.pid}-`));
+    expect(runtime.length).toBeGreaterThan(0);
+    for (const name of runtime) expect(readdirSync(join('/run', name, 'tasks'))).not.toContain(done.id);
+    expect(readdirSync(join(pwd, '..')).sort()).toEqual(['exit-code', 'logs', 'work']);
   });
 
   it("keeps the hub's environment, its files and other executions' directories out of a task's reach", async () => {

@@ -11,7 +11,7 @@ describe('the launcher', () => {
   for (const name of Object.keys(programs) as (keyof typeof programs)[]) programs[name] = systemProgram(name) as string;
   const ended: string[] = [];
   // A monitor that only waits a little: what the launcher itself says is under test.
-  const launcher = new Launcher(programs, { monitor: 'sleep 0.2', taskInit: ':', taskFile: 'task', gates: root }, { ended: (id) => ended.push(id) });
+  const launcher = new Launcher(programs, { monitor: 'sleep 0.2', taskInit: ':', tasks: root, gates: root }, { ended: (id) => ended.push(id) });
   const heard = (line: string) => (launcher as unknown as { heard(line: string): void }).heard(line);
   const launcherPid = () => (launcher as unknown as { process: { pid: number } }).process.pid;
   const request = (executionId: string) => {

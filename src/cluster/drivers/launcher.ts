@@ -19,8 +19,8 @@ const GATES_AT_ONCE = 16;
  * number of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor
  * (`$1`) is started in the execution's working directory as the leader of a session of its own,
  * its output appended to the execution's logs; it runs the isolation, which runs the task's init
- * (`$2`) with the file that holds the task's environment and command (`$3`, in the execution's
- * directory), the id, and `gated` when it waits at a gate. The launcher answers on descriptor 4,
+ * (`$2`) with the file that holds the task's environment and command (named after the id in the
+ * directory of task files, `$3`), the id, and `gated` when it waits at a gate. The launcher answers on descriptor 4,
  * which is its alone (a launch's gate takes its place, so it closes when the launcher ends):
  * `taken <id>` once it has read a whole request and before it acts on it, then
  * `spawned <id> <pid> [<gate>]`, or `failed <id>` when it cannot enter the working directory or
@@ -37,10 +37,10 @@ const GATES_AT_ONCE = 16;
  * the hub, which opens it as soon as the launch is spawned, and removes it once it is heard.
  */
 const LAUNCHER = [
-  'monitor=$1 task_init=$2 task_file=$3 gates=$4 made=0 taken=0',
+  'monitor=$1 task_init=$2 tasks=$3 gates=$4 made=0 taken=0',
   'umask 077',
   // The monitor, with the isolation's arguments; run in the background, it is the child whose pid the launcher reports.
-  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "../$task_file" "$id" "${gated:+gated}"; }',
+  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "$tasks/$id" "$id" "${gated:+gated}"; }',
   // Names are never tried twice: after a failure (some may have been made) the next try takes new ones.
   `make_gates() { set --; while [ $# -lt ${GATES_AT_ONCE} ]; do set -- "$@" "$gates/$$-$((made + $#))"; done; made=$((made + $#)); "$MKFIFO" -m 600 "$@" 4>&- || { taken=$made; return 1; }; }`,
   'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gated && IFS= read -r count; do',
@@ -94,6 +94,12 @@ export interface LauncherPrograms {
   readonly sh: string;
   readonly setsid: string;
   readonly mkfifo: string;
+  /**
+   * When set (as root), the launcher is started through `setpriv --no-new-privs`: every launch
+   * inherits `no_new_privs`, which no exec undoes, so no setuid program or file capability gives a
+   * task anything, at no cost per launch (a `setpriv` of its own cost each launch a millisecond).
+   */
+  readonly noNewPrivs?: string;
 }
 
 /**
@@ -109,8 +115,8 @@ export class Launcher {
 
   constructor(
     private readonly programs: LauncherPrograms,
-    /** The scripts of the launch's monitor and task init, the name of the file of its environment and command, and the directory of gates (root's alone). */
-    private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly taskFile: string; readonly gates: string },
+    /** The scripts of the launch's monitor and task init, the directory of task files (each named after its execution), and the directory of gates (root's alone). */
+    private readonly scripts: { readonly monitor: string; readonly taskInit: string; readonly tasks: string; readonly gates: string },
     /** Called with each execution whose launch says it ended (its exit code written), and the code, when it said one. */
     private readonly events: { readonly ended: (executionId: string, exitCode?: number) => void },
     private readonly logger?: Logger,
@@ -198,9 +204,11 @@ export class Launcher {
   private running(): Writable {
     if (this.requests && !this.closed) return this.requests;
     this.closed = false;
-    const { sh, setsid, mkfifo } = this.programs;
-    const { monitor, taskInit, taskFile, gates } = this.scripts;
-    const child = spawn(sh, ['-c', LAUNCHER, 'hub-launcher', monitor, taskInit, taskFile, gates], {
+    const { sh, setsid, mkfifo, noNewPrivs } = this.programs;
+    const { monitor, taskInit, tasks, gates } = this.scripts;
+    const launcher = [sh, '-c', LAUNCHER, 'hub-launcher', monitor, taskInit, tasks, gates];
+    const [program, ...args] = noNewPrivs ? [noNewPrivs, '--no-new-privs', '--', ...launcher] : launcher;
+    const child = spawn(program, args, {
       env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MKFIFO: mkfifo },
       // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.
       detached: true,

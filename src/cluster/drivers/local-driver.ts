@@ -1,6 +1,6 @@
-import { chmodSync, chownSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { availableParallelism, hostname, networkInterfaces, platform, release, tmpdir, totalmem, arch } from 'node:os';
+import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { StartupError } from '../../common/errors/startup-error.js';
@@ -19,9 +19,7 @@ import { endedWith, EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
 import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
-
-/** The file of an execution's directory, besides `work/`, `logs/` and its exit code, that holds its task's environment and command. */
-const TASK_FILE = 'task';
+import { makeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
 
 /**
  * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
@@ -29,8 +27,8 @@ const TASK_FILE = 'task';
  * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
  * finds it, even across a hub restart (`$0` is that file), and then tells the hub that it ended,
  * with the code, on descriptor 3, when the hub that started it still listens. It runs no program
- * of its own (the hub removes the task's file once it heard the end, or read it) and is never
- * given anything of the job's but the launch's file. The exit code is one short write: a monitor
+ * of its own (the hub removes the task's file once it heard the end) and is never given anything
+ * of the job's but the name of the task's file. The exit code is one short write: a monitor
  * killed before it leaves an empty file, which reads as none. A stop signals the whole process
  * group: it only notes the signal and keeps waiting.
  */
@@ -94,6 +92,8 @@ export interface LocalDriverOptions {
 interface LaunchPrograms extends LauncherPrograms {
   readonly unshare?: string;
   readonly setpriv?: string;
+  /** Whether `unshare` itself can take the job's uid and gid (`--setuid`, `--setgid`: util-linux 2.35 and later). */
+  readonly unshareSetsIdentity?: boolean;
 }
 
 /** What the driver remembers of an execution with limits (read back from its directory after a restart). */
@@ -186,8 +186,8 @@ export class LocalDriver implements ClusterDriver {
   private readonly monitors = new Map<string, { readonly pid: number; readonly executionDir: string }>();
   /** The gate of each prepared launch, until it is released or abandoned. */
   private readonly gates = new Map<string, Gate>();
-  /** Where the launcher makes gates: root's (the hub's) alone, removed at close. */
-  private readonly gatesDir = mkdtempSync(join(tmpdir(), 'hub-gates-'));
+  /** Where the launcher makes gates and the hub writes task files (see RuntimeDir), removed at close. */
+  private readonly runtime: RuntimeDir;
   /** Prepared launches let go of, until they have ended. */
   private readonly abandoned = new Map<string, () => void>();
   /** Directories of executions made traversable already. */
@@ -200,21 +200,26 @@ export class LocalDriver implements ClusterDriver {
     private readonly options: LocalDriverOptions,
     logger?: Logger,
   ) {
-    const unshare = systemProgram('unshare');
+    const unshare = options.root ? required('unshare', 'a PID namespace per execution') : systemProgram('unshare');
+    const setpriv = options.root ? required('setpriv', 'running each job as its user') : undefined;
+    const sh = required('sh', 'the launch');
     this.programs = {
-      sh: required('sh', 'the launch'),
+      sh,
       setsid: required('setsid', 'the launch'),
       mkfifo: required('mkfifo', 'the launch'),
-      unshare: options.root ? required('unshare', 'a PID namespace per execution') : unshare,
-      setpriv: options.root ? required('setpriv', 'running each job as its user') : undefined,
+      unshare,
+      setpriv,
+      noNewPrivs: setpriv,
+      unshareSetsIdentity: options.root && unshare !== undefined && succeeds(unshare, ['--setuid', '65534', '--setgid', '65534', '--', sh, '-c', ':']),
     };
     this.userNamespaces =
       !options.root &&
       unshare !== undefined &&
       succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
+    this.runtime = makeRuntimeDir(options.root);
     this.launcher = new Launcher(
       this.programs,
-      { monitor: MONITOR, taskInit: TASK_INIT, taskFile: TASK_FILE, gates: this.gatesDir },
+      { monitor: MONITOR, taskInit: TASK_INIT, tasks: this.runtime.tasks, gates: this.runtime.gates },
       { ended: (executionId, exitCode) => this.launchEnded(executionId, exitCode) },
       logger,
     );
@@ -323,9 +328,9 @@ export class LocalDriver implements ClusterDriver {
     if (this.options.root && (!launch.identity || launch.identity.uid === 0))
       throw new Error('it would run as root: it was submitted while the hub did not run as root; submit it again');
     const workDir = join(launch.executionDir, 'work');
-    const taskFile = join(launch.executionDir, TASK_FILE);
+    const taskFile = this.taskFileOf(launch.executionId);
     const exitFile = exitFileOf(launch.executionDir);
-    this.makeExecutionDir(launch.executionDir, [exitFile, taskFile]);
+    this.makeExecutionDir(launch.executionDir, [exitFile]);
     writeFileSync(taskFile, environmentFile(launch.env) + commandLine(launch.command, launch.args), { mode: 0o400 });
     const identity = launch.identity;
     if (identity) {
@@ -398,8 +403,8 @@ export class LocalDriver implements ClusterDriver {
     this.monitors.delete(executionId);
     if (monitor !== undefined) {
       this.signal(monitor.pid, 'SIGKILL');
-      // Its task's environment (secrets, perhaps) is not left on disk.
-      rmSync(join(monitor.executionDir, TASK_FILE), { force: true });
+      // Its task's environment (secrets, perhaps) is not kept.
+      rmSync(this.taskFileOf(executionId), { force: true });
     }
     // A prepared launch that ended before it was released: its gate goes with it.
     const gate = this.gates.get(executionId);
@@ -424,7 +429,7 @@ export class LocalDriver implements ClusterDriver {
   close(): Promise<void> {
     for (const gate of this.gates.values()) shut(gate);
     this.gates.clear();
-    rmSync(this.gatesDir, { recursive: true, force: true });
+    rmSync(this.runtime.path, { recursive: true, force: true });
     this.launcher.close();
     return Promise.resolve();
   }
@@ -445,7 +450,7 @@ export class LocalDriver implements ClusterDriver {
     }
     // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file.
     for (const kept of [this.watched, this.exitedAt, this.monitors]) kept.delete(tracked.executionId);
-    rmSync(join(tracked.executionDir, TASK_FILE), { force: true });
+    rmSync(this.taskFileOf(tracked.executionId), { force: true });
   }
 
   onChange(listener: () => void): void {
@@ -458,19 +463,22 @@ export class LocalDriver implements ClusterDriver {
 
   /**
    * What runs the task's init after the monitor: as root, a new PID namespace (its `unshare` stays
-   * root outside it) in which `setpriv` drops to the job's user, groups and no new privileges
-   * before anything of the job's is read; without root, the hub's own user, in a PID namespace of
-   * an unprivileged user namespace where the machine allows it; else nothing.
+   * root outside it) in which the job's uid and gid are taken, with no supplementary groups, before
+   * anything of the job's is read: by `unshare` itself (one program fewer per launch), or by
+   * `setpriv` for an account (its groups, `--init-groups`, come through NSS) or an `unshare` too old
+   * to. The launch has `no_new_privs` from the launcher. Without root, the hub's own user, in a PID
+   * namespace of an unprivileged user namespace where the machine allows it; else nothing.
    */
   private isolation(launch: Launch): string[] {
-    const { unshare, setpriv } = this.programs;
-    const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child', '--'];
+    const { unshare, setpriv, unshareSetsIdentity } = this.programs;
+    const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child'];
     const identity = launch.identity;
     if (identity && unshare && setpriv) {
+      if (unshareSetsIdentity && !identity.account) return [unshare, ...namespace, '--setuid', String(identity.uid), '--setgid', String(identity.gid), '--'];
       const groups = identity.account ? '--init-groups' : '--clear-groups';
-      return [unshare, ...namespace, setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
+      return [unshare, ...namespace, '--', setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
     }
-    if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace];
+    if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, '--'];
     return [];
   }
 
@@ -520,9 +528,10 @@ export class LocalDriver implements ClusterDriver {
       }
       return { state: 'running' };
     }
-    // Its background leftovers end with it, as when the hub saw it exit; its task's file goes, if the hub did not hear its end.
+    // Its background leftovers end with it, as when the hub saw it exit; its task's file goes, if the hub did not hear its end
+    // (that of a launch by a hub that died goes with its runtime directory, see RuntimeDir).
     this.signal(pid, 'SIGKILL');
-    rmSync(join(execution.executionDir, TASK_FILE), { force: true });
+    rmSync(this.taskFileOf(execution.executionId), { force: true });
     const written = await outcomeFromExitCode(execution.executionDir);
     const exitedAt = this.exitedAt.get(execution.executionId);
     const ended = written && exitedAt ? { ...written, finishedAt: exitedAt } : written;
@@ -542,6 +551,11 @@ export class LocalDriver implements ClusterDriver {
     // Killed for a limit with its whole group, the monitor may have had no time to write an exit code: the limit is still why it ended.
     if (!ended) return limit ? { state: 'failed', exitCode: 137, message: limitMessage(limit, watched.limits), limit } : LOST;
     return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits), limit } : ended;
+  }
+
+  /** The file of an execution's task's environment and command, in this hub's runtime directory. */
+  private taskFileOf(executionId: string): string {
+    return join(this.runtime.tasks, executionId);
   }
 
   /** Signals the whole process group: the monitor and everything the task started (a PID namespace's PID 1 included). */
