@@ -24,6 +24,15 @@ import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution } from './entities/job-execution.entity.js';
 
+/**
+ * Prepared launches by default: twice the slots, so that a burst keeps every slot's next launch
+ * ready, and at least eight, so that each round that refills them (once fewer than half remain)
+ * prepares four or more: on a small node every other end of a burst ran a round of its own.
+ */
+function defaultPreparedLaunches(slots: number): number {
+  return Math.max(2 * slots, 8);
+}
+
 const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
   inject: [HubConfig, HubLogger],
@@ -38,7 +47,10 @@ const DRIVER: Provider = {
     if (root && !cgroups)
       logger.warn("No control groups can be made here: the execution profiles' maxProcesses and maxMemoryMiB are not enforced (maxRunSeconds is)");
     const slots = config.localSlots ?? availableParallelism();
-    return new LocalDriver({ labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? 2 * slots }, logger);
+    return new LocalDriver(
+      { labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? defaultPreparedLaunches(slots) },
+      logger,
+    );
   },
 };
 

@@ -1147,8 +1147,11 @@ describe('the cluster with one slot', () => {
 
   beforeAll(async () => {
     sharedDir = enterableTempDir('hub-cluster-slot-');
-    // No quota: one spec keeps more than 100 jobs waiting.
-    hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '0' } });
+    // No quota: one spec keeps more than 100 jobs waiting. Two prepared launches (the default is at
+    // least eight), so that a third job in line waits unprepared.
+    hub = await startTestHub({
+      env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '2', HUB_SHARED_DIR: sharedDir, HUB_MAX_ACTIVE_JOBS_PER_USER: '0' },
+    });
     c = clientOf(hub, bearer(hub.adminToken), sharedDir);
     standardId = (await c.ok<{ data: { _id: string }[] }>('GET', `${PROFILES}?filter[name][EQ]=Standard`)).data[0]._id;
   }, 30_000);
@@ -1172,7 +1175,7 @@ describe('the cluster with one slot', () => {
     const second = await c.submit({ name: 'second', executionProfileId: standardId, task: { command: 'echo', args: ['second'] } });
     const queued = await c.untilEvent(second.id, 'Queued');
     expect(queued.status).toBe('pending');
-    // Next in line, its launch is prepared up to its task (HUB_LOCAL_PREPARED_LAUNCHES: twice the slots).
+    // Next in line, its launch is prepared up to its task (HUB_LOCAL_PREPARED_LAUNCHES).
     expect(queued.taskStates.main.events.at(-1)?.message).toBe(`Waiting for a free CPU on ${hostname()}, its launch prepared`);
     expect((await c.jobs('filter[name][ST]=second')).data[0]).toMatchObject({ status: 'pending', taskSummary: { queued: 1 } });
     first.open();
@@ -1188,7 +1191,7 @@ describe('the cluster with one slot', () => {
     const middle = await c.submit({ name: 'middle', executionProfileId: standardId, task: { command: 'true' } });
     const high = await c.submit({ name: 'high', executionProfileId: standardId, priority: 90, task: { command: 'true' } });
     await c.untilEvent(high.id, 'Queued');
-    // Two are prepared (twice the slots), the high and the middle one: the low one, put back in
+    // Two are prepared (HUB_LOCAL_PREPARED_LAUNCHES), the high and the middle one: the low one, put back in
     // line, says why it waits, from the next tick's round.
     const waiting = await poll(
       () => c.executionOf(low.id),

@@ -5,9 +5,18 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { systemProgram } from './host-tools.js';
 import { Launcher } from './launcher.js';
 
+/** Whether a process runs (a zombie, which the launcher reaps at its next request, does not). */
+function runs(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 describe('the launcher', () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-launcher-'));
-  const programs = { sh: 'sh', setsid: 'setsid', mv: 'mv', rm: 'rm', mkfifo: 'mkfifo' };
+  const programs = { sh: 'sh', setsid: 'setsid', mkfifo: 'mkfifo' };
   for (const name of Object.keys(programs) as (keyof typeof programs)[]) programs[name] = systemProgram(name) as string;
   const ended: string[] = [];
   // A monitor that only waits a little: what the launcher itself says is under test.
@@ -75,10 +84,11 @@ describe('the launcher', () => {
 
   it('gives each gated launch a gate of its own, a FIFO only root may open, made with others ahead of need', async () => {
     const gates: string[] = [];
+    const held: { fd: number; pid: number }[] = [];
     for (const id of ['gated-1', 'gated-2', 'gated-3']) {
-      const gate = (await launcher.spawn({ ...request(id), gated: true })).gate ?? '';
-      // The launch's own open of its gate waits for the hub's.
-      closeSync(openSync(gate, 'r+'));
+      const { gate = '', pid } = await launcher.spawn({ ...request(id), gated: true });
+      // The launch's own open of its gate waits for the hub's: held until the launch has ended, past its open.
+      held.push({ fd: openSync(gate, 'r+'), pid });
       launcher.forget(id);
       gates.push(gate);
     }
@@ -89,6 +99,10 @@ describe('the launcher', () => {
       modes: gates.map((gate) => (statSync(gate).mode & 0o777).toString(8)),
       made: made.length,
     }).toEqual({ distinct: 3, inRoot: true, modes: ['600', '600', '600'], made: 16 });
+    for (const { fd, pid } of held) {
+      while (runs(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
+      closeSync(fd);
+    }
   });
 
   it('fails a launch whose working directory cannot be entered', async () => {
