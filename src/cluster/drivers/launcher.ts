@@ -12,13 +12,15 @@ const GATES_AT_ONCE = 16;
  * The launcher: one small shell the hub starts once (as root, when it is) with the fixed
  * environment, which starts each execution's monitor for it. The hub's own process is large, and
  * forking it for every launch cost milliseconds of its event loop (the copy of its page tables
- * grows with its memory: 14 ms at 200 MiB); a shell forks in a fraction of one.
+ * grows with its memory: 14 ms at 200 MiB); a shell forks in a fraction of one. The monitor is a
+ * fork of the launcher that runs the monitor's script (`$1`) as a function: a shell of its own
+ * cost each launch a program's exec, over a millisecond here.
  *
  * A request is lines the hub writes, never anything of the job's: the execution's id, directory,
  * exit-code file, control groups and whether it waits at a gate (empty: it does not), then the
- * number of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor
- * (`$1`) is started in the execution's working directory as the leader of a session of its own,
- * its output appended to the execution's logs; it runs the isolation, which runs the task's init
+ * number of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor is
+ * started in the execution's working directory, its output appended to the execution's logs,
+ * with the exit-code file, the control groups and the id; it runs the isolation, which runs the task's init
  * (`$2`) with the file that holds the task's environment and command (named after the id in the
  * directory of task files, `$3`), the id, and `gated` when it waits at a gate. The launcher answers on descriptor 4,
  * which is its alone (a launch's gate takes its place, so it closes when the launcher ends):
@@ -39,8 +41,10 @@ const GATES_AT_ONCE = 16;
 const LAUNCHER = [
   'monitor=$1 task_init=$2 tasks=$3 gates=$4 made=0 taken=0',
   'umask 077',
-  // The monitor, with the isolation's arguments; run in the background, it is the child whose pid the launcher reports.
-  'exec_monitor() { exec "$SETSID" "$SH" -c "$monitor" "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "$tasks/$id" "$id" "${gated:+gated}"; }',
+  // The monitor; run in the background, it is the child whose pid the launcher reports.
+  'eval "run_monitor() {',
+  '$monitor',
+  '}"',
   // Names are never tried twice: after a failure (some may have been made) the next try takes new ones.
   `make_gates() { set --; while [ $# -lt ${GATES_AT_ONCE} ]; do set -- "$@" "$gates/$$-$((made + $#))"; done; made=$((made + $#)); "$MKFIFO" -m 600 "$@" 4>&- || { taken=$made; return 1; }; }`,
   'while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gated && IFS= read -r count; do',
@@ -52,7 +56,7 @@ const LAUNCHER = [
   `  cd "$dir/work" 2>/dev/null || { printf 'failed %s\\n' "$id" >&4; continue; }`,
   '  gate=',
   `  if [ -n "$gated" ]; then [ "$taken" -lt "$made" ] || make_gates || { printf 'failed %s\\n' "$id" >&4; cd /; continue; }; gate="$gates/$$-$taken" taken=$((taken + 1)); fi`,
-  '  exec_monitor "$@" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &',
+  '  run_monitor "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "$tasks/$id" "$id" "${gated:+gated}" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &',
   `  printf 'spawned %s %s %s\\n' "$id" "$!" "$gate" >&4`,
   '  cd /',
   'done',

@@ -1,5 +1,5 @@
-import { chmodSync, chownSync, closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -22,22 +22,28 @@ import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
 import { makeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
 
 /**
- * The launch's first process, started by the launcher (as root, when the hub is) with a fixed
- * environment, as the leader of a session and process group of its own: it joins the execution's
- * control groups, runs the rest of the launch, waits for it, writes its exit code where the hub
- * finds it, even across a hub restart (`$0` is that file), and then tells the hub that it ended,
- * with the code, on descriptor 3, when the hub that started it still listens. It runs no program
- * of its own (the hub removes the task's file once it heard the end) and is never given anything
- * of the job's but the name of the task's file. The exit code is one short write: a monitor
- * killed before it leaves an empty file, which reads as none. A stop signals the whole process
- * group: it only notes the signal and keeps waiting.
+ * The launch's first process, a fork of the launcher (as root, when the hub is; its fixed
+ * environment) that runs this as a function: it joins the execution's control groups and runs the
+ * rest of the launch, from `setsid` (a session and process group of its own: what a signal it
+ * passes on reaches), waits for it, ends whatever the task left in that group, writes the exit
+ * code where the hub finds it, even across a hub restart (`$1` is that file), and then tells the
+ * hub that it ended, with the code, on descriptor 3, when the hub that started it still listens.
+ * It runs no program of its own (the hub removes the task's file once it heard the end) and is
+ * never given anything of the job's but the name of the task's file. The exit code is one short
+ * write: a monitor killed before it leaves an empty file, which reads as none. The hub signals the
+ * monitor alone: TERM it passes on to the launch's group (a stop, its grace period), USR1 it turns
+ * into KILL for it; it keeps waiting either way.
  */
 const MONITOR = [
-  "trap ':' TERM INT",
-  'exit_file=$0 cgroups=$1 id=$2; shift 2',
-  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$@") </dev/null & child=$!',
+  `trap 'kill -TERM -"$child" 2>/dev/null' TERM`,
+  `trap 'kill -KILL -"$child" 2>/dev/null' USR1`,
+  'exit_file=$1 cgroups=$2 id=$3 child=; shift 3',
+  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$SETSID" "$@") </dev/null & child=$!',
   'wait "$child"; code=$?',
   'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
+  // What the task left running in the background ends with it, as a batch system's job does (the
+  // group's id cannot have been reused while any of it runs).
+  'kill -KILL -"$child" 2>/dev/null',
   'printf %s "$code" > "$exit_file"',
   'trap \'\' PIPE; printf \'ended %s %s\\n\' "$id" "$code" >&3',
   'exit "$code"',
@@ -142,18 +148,25 @@ function required(name: string, why: string): string {
   return path;
 }
 
-/** Whether the process is alive and still the launch of this execution (a pid may be reused after a restart). */
-async function runs(pid: number, exitFile: string): Promise<boolean> {
+/**
+ * Whether the process is alive and still the monitor of this execution (a pid may be reused after
+ * a restart): the hub's user's, in the execution's working directory (a monitor is a fork of the
+ * launcher, whose command line names no execution).
+ */
+async function runs(pid: number, executionDir: string): Promise<boolean> {
   try {
     process.kill(pid, 0);
   } catch {
     return false;
   }
+  // No /proc (not Linux): the pid alone has to do.
+  if (!existsSync('/proc/self')) return true;
   try {
-    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').includes(exitFile);
+    const [owner, cwd] = await Promise.all([stat(`/proc/${pid}`), readlink(`/proc/${pid}/cwd`)]);
+    return owner.uid === process.getuid?.() && cwd === join(executionDir, 'work');
   } catch {
-    // No /proc (not Linux): the pid alone has to do.
-    return true;
+    // Another user's process (its directory not ours to read), or gone meanwhile.
+    return false;
   }
 }
 
@@ -392,20 +405,16 @@ export class LocalDriver implements ClusterDriver {
   }
 
   /**
-   * A launch ended, its exit code written. What the task left running in the background ends with
-   * it, as a batch system's job does (the group's id cannot have been reused while any of it runs).
-   * An execution without limits has nothing more to its end than its code: the listeners are told
+   * A launch ended, its exit code written, and what its task left running in the background with it
+   * (see MONITOR). An execution without limits has nothing more to its end than its code: the listeners are told
    * how it ended at once, and nothing is kept of it. One with limits is read by `outcomes`.
    */
   private launchEnded(executionId: string, exitCode?: number): void {
     const heardAt = new Date().toISOString();
     const monitor = this.monitors.get(executionId);
     this.monitors.delete(executionId);
-    if (monitor !== undefined) {
-      this.signal(monitor.pid, 'SIGKILL');
-      // Its task's environment (secrets, perhaps) is not kept.
-      rmSync(this.taskFileOf(executionId), { force: true });
-    }
+    // Its task's environment (secrets, perhaps) is not kept.
+    if (monitor !== undefined) rmSync(this.taskFileOf(executionId), { force: true });
     // A prepared launch that ended before it was released: its gate goes with it.
     const gate = this.gates.get(executionId);
     if (gate !== undefined) {
@@ -442,10 +451,10 @@ export class LocalDriver implements ClusterDriver {
 
   async stop(tracked: Tracked): Promise<void> {
     const pid = Number(tracked.driverRef);
-    if (await runs(pid, exitFileOf(tracked.executionDir))) {
+    if (await runs(pid, tracked.executionDir)) {
       this.signal(pid, 'SIGTERM');
       const deadline = Date.now() + STOP_GRACE_MS;
-      while (Date.now() < deadline && (await runs(pid, exitFileOf(tracked.executionDir)))) await new Promise((resolve) => setTimeout(resolve, 50));
+      while (Date.now() < deadline && (await runs(pid, tracked.executionDir))) await new Promise((resolve) => setTimeout(resolve, 50));
       this.signal(pid, 'SIGKILL');
     }
     // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file.
@@ -518,7 +527,7 @@ export class LocalDriver implements ClusterDriver {
   private async outcomeOf(execution: Tracked): Promise<Outcome> {
     const pid = Number(execution.driverRef);
     const watched = await this.watchedOf(execution);
-    if (await runs(pid, exitFileOf(execution.executionDir))) {
+    if (await runs(pid, execution.executionDir)) {
       const limit = watched && (await this.exceeded(execution, watched));
       if (limit) {
         // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile.
@@ -528,9 +537,8 @@ export class LocalDriver implements ClusterDriver {
       }
       return { state: 'running' };
     }
-    // Its background leftovers end with it, as when the hub saw it exit; its task's file goes, if the hub did not hear its end
-    // (that of a launch by a hub that died goes with its runtime directory, see RuntimeDir).
-    this.signal(pid, 'SIGKILL');
+    // Its task's file goes, if the hub did not hear its end (that of a launch by a hub that died goes
+    // with its runtime directory, see RuntimeDir).
     rmSync(this.taskFileOf(execution.executionId), { force: true });
     const written = await outcomeFromExitCode(execution.executionDir);
     const exitedAt = this.exitedAt.get(execution.executionId);
@@ -558,10 +566,14 @@ export class LocalDriver implements ClusterDriver {
     return join(this.runtime.tasks, executionId);
   }
 
-  /** Signals the whole process group: the monitor and everything the task started (a PID namespace's PID 1 included). */
-  private signal(pid: number, signal: NodeJS.Signals): void {
+  /**
+   * Signals everything the launch started (a PID namespace's PID 1 included), through its monitor
+   * (see MONITOR), which keeps waiting for it and writes its exit code: SIGTERM as it is, SIGKILL as
+   * USR1, which the monitor turns into SIGKILL for the launch's process group.
+   */
+  private signal(monitorPid: number, signal: 'SIGTERM' | 'SIGKILL'): void {
     try {
-      process.kill(-pid, signal);
+      process.kill(monitorPid, signal === 'SIGKILL' ? 'SIGUSR1' : signal);
     } catch {
       // Already gone.
     }
