@@ -248,15 +248,19 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
         `the pid of ${execution.id}`,
       );
     const pids = { short: await pidOf(running.short, 2), long: await pidOf(running.long, 100) };
-    // Its process group: the driver's launch and the task.
-    const longGroup = Number(readFileSync(`/proc/${pids.long}/stat`, 'utf8').split(') ')[1].split(' ')[2]);
+    // Its process group (the launch from setsid on, and the task), and its monitor, the group leader's parent.
+    const statOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const longGroup = Number(statOf(pids.long)[2]);
+    const longMonitor = Number(statOf(longGroup)[1]);
 
     hub.process.kill('SIGKILL');
     await exitOf(hub);
     expect([isAlive(pids.short), isAlive(pids.long)]).toEqual([true, true]);
+    // All of it, the monitor first (else it would write the killed task's exit code).
+    process.kill(longMonitor, 'SIGKILL');
     process.kill(-longGroup, 'SIGKILL');
     await until(
-      () => isAlive(pids.long) || isAlive(longGroup),
+      () => isAlive(pids.long) || isAlive(longGroup) || isAlive(longMonitor),
       (any) => !any,
       'the long job’s processes to die',
     );
