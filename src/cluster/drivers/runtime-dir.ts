@@ -1,6 +1,7 @@
 import { accessSync, chmodSync, constants, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isRunning } from '../../common/database/processes.js';
 
 /**
  * What the local driver keeps no longer than its hub's process: the gates of prepared launches
@@ -36,15 +37,6 @@ function runtimeBase(root: boolean): string {
   return candidates.find(writableDirectory) ?? tmpdir();
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Removes what hubs that died left (their tasks' files, their gates): directories by the name's
  * pattern, this user's own (never a link), whose hub no longer runs. A task that runs read its
@@ -54,7 +46,7 @@ function sweep(base: string): void {
   const uid = process.getuid?.();
   for (const name of readdirSync(base)) {
     const pid = NAME.exec(name)?.[1];
-    if (pid === undefined || Number(pid) === process.pid || alive(Number(pid))) continue;
+    if (pid === undefined || Number(pid) === process.pid || isRunning(Number(pid))) continue;
     const path = join(base, name);
     try {
       const stats = lstatSync(path);
