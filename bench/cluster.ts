@@ -397,6 +397,7 @@ async function main(): Promise<void> {
       jobs: LATENCY_JOBS,
       p50Ms: p(toStarted, 0.5),
       p99Ms: p(toStarted, 0.99),
+      maxMs: round(Math.max(...toStarted)),
       replyP50Ms: emptyReplyP50,
       completedSeenP50Ms: p(toCompleted, 0.5),
     },
@@ -429,7 +430,7 @@ async function main(): Promise<void> {
     `cluster job path (${cpus().length} CPUs, load ${results.machine.loadAverage[0]}): submit→started p50 ${results.submitToStarted.p50Ms} ms p99 ${results.submitToStarted.p99Ms} ms` +
       ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (CPU per job ${results.shortJobs.cpuMsPerJob ?? '?'} ms vs ${results.shortJobs.directCpuMsPerJob ?? '?'} ms; accepted ${results.shortJobs.acceptedPerSecond}/s; warm-up of ${results.shortJobs.warmUp.jobs}: ${results.shortJobs.warmUp.seconds} s)` +
       ` | ${SUBMITTERS} clients, slots busy: ${results.submissionsWhileBusy.perSecond}/s | ${QUEUE} pending: reply p50 ${results.fullQueue.replyP50Ms} ms (${results.fullQueue.ratio}× empty), freed slot → next started p50 ${p(refills, 0.5)} ms max ${round(Math.max(...refills))} ms` +
-      ` | RSS after ${firstJobs} ${rss500} MiB, after ${lastJobs} ${rss5000} MiB (+${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
+      ` | RSS after ${firstJobs} ${rss500} MiB, after ${lastJobs} ${rss5000} MiB (${results.memory.growthMiB >= 0 ? '+' : ''}${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );
   const slurm = (results as { slurm?: Awaited<ReturnType<typeof slurmFigures>> }).slurm;
   if (slurm)
