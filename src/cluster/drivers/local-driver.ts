@@ -405,9 +405,10 @@ export class LocalDriver implements ClusterDriver {
   }
 
   /**
-   * A launch ended, its exit code written, and what its task left running in the background with it
-   * (see MONITOR). An execution without limits has nothing more to its end than its code: the listeners are told
-   * how it ended at once, and nothing is kept of it. One with limits is read by `outcomes`.
+   * A launch ended, its exit code written, and what its task left running in the background with
+   * it (see MONITOR). An execution without limits has nothing more to its end than its code: the
+   * listeners are told how it ended at once, and nothing is kept of it. One with limits is read by
+   * `outcomes`.
    */
   private launchEnded(executionId: string, exitCode?: number): void {
     const heardAt = new Date().toISOString();
