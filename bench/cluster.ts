@@ -14,9 +14,9 @@
 // - the queue then runs: the hub's RSS after 500 and after 5,000 of its jobs;
 // - every execution started once (one Started event each) and none lost (the database's word).
 // Waits first until files made in its data directory cost what they do on a disk at rest (see
-// settledDisk). Prints one line of figures. BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh running) adds the
-// slurm driver's figures on a second line. Uses BENCH_DATABASE_URL (default: this machine's
-// PostgreSQL), where it recreates hub_bench_cluster.
+// settledDisk). Prints one line of figures. BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh
+// running) adds the slurm driver's figures on a second line. Uses BENCH_DATABASE_URL (default:
+// this machine's PostgreSQL), where it recreates hub_bench_cluster.
 import { spawn } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
 import { once } from 'node:events';
