@@ -75,6 +75,8 @@ const TASK_INIT = [
 ].join('\n');
 
 const STOP_GRACE_MS = 5000;
+/** How long a stop waits for the monitor of a launch it killed to end (it outlives the launch by a write). */
+const KILLED_WAIT_MS = 2000;
 /** How long a start waits for the launch to say the task's process has started, before the hub records it started anyway. */
 const STARTED_WAIT_MS = 10_000;
 /** How long letting go of a prepared launch waits for it to end (it ends at once: its gate is closed). */
@@ -425,6 +427,8 @@ export class LocalDriver implements ClusterDriver {
     }
     const abandoned = this.abandoned.get(executionId);
     if (abandoned) return abandoned();
+    // Stopped, or its end read already (see outcomeOf), before this was heard: nothing to tell, nothing to keep.
+    if (!this.watched.has(executionId)) return;
     if (monitor !== undefined && exitCode !== undefined && this.watched.get(executionId) === null) {
       this.watched.delete(executionId);
       const ended = endedWith(exitCode, heardAt);
@@ -454,13 +458,25 @@ export class LocalDriver implements ClusterDriver {
     const pid = Number(tracked.driverRef);
     if (await runs(pid, tracked.executionDir)) {
       this.signal(pid, 'SIGTERM');
-      const deadline = Date.now() + STOP_GRACE_MS;
-      while (Date.now() < deadline && (await runs(pid, tracked.executionDir))) await new Promise((resolve) => setTimeout(resolve, 50));
-      this.signal(pid, 'SIGKILL');
+      if (!(await this.monitorEnded(pid, tracked.executionDir, STOP_GRACE_MS))) {
+        this.signal(pid, 'SIGKILL');
+        // The monitor then writes the killed launch's exit code and ends: the stop is over once it has.
+        await this.monitorEnded(pid, tracked.executionDir, KILLED_WAIT_MS);
+      }
     }
     // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file.
     for (const kept of [this.watched, this.exitedAt, this.monitors]) kept.delete(tracked.executionId);
     rmSync(this.taskFileOf(tracked.executionId), { force: true });
+  }
+
+  /** Whether a launch's monitor has ended within `waitMs`. */
+  private async monitorEnded(pid: number, executionDir: string, waitMs: number): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    while (await runs(pid, executionDir)) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return true;
   }
 
   onChange(listener: () => void): void {
