@@ -1,18 +1,10 @@
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { isRunning } from '../../common/database/processes.js';
 import { systemProgram } from './host-tools.js';
 import { Launcher } from './launcher.js';
-
-/** Whether a process runs (a zombie, which the launcher reaps at its next request, does not). */
-function runs(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
 
 describe('the launcher', () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-launcher-'));
@@ -55,7 +47,7 @@ describe('the launcher', () => {
     const dead = await runningLauncher('first');
     process.kill(dead, 'SIGKILL');
     // Until it is a zombie, without letting the event loop hear of its end.
-    while (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${dead}/stat`, 'utf8'))) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+    while (isRunning(dead)) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
     const { pid } = await launcher.spawn(request('second'));
     launcher.forget('second');
     expect([pid > 0, launcherPid() === dead]).toEqual([true, false]);
@@ -100,7 +92,8 @@ describe('the launcher', () => {
       made: made.length,
     }).toEqual({ distinct: 3, inRoot: true, modes: ['600', '600', '600'], made: 16 });
     for (const { fd, pid } of held) {
-      while (runs(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
+      // A zombie (the launcher reaps its monitors at its next request) has ended.
+      while (isRunning(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
       closeSync(fd);
     }
   });

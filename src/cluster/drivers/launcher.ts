@@ -104,7 +104,7 @@ export interface LauncherPrograms {
    * inherits `no_new_privs`, which no exec undoes, so no setuid program or file capability gives a
    * task anything, at no cost per launch (a `setpriv` of its own cost each launch a millisecond).
    */
-  readonly noNewPrivs?: string;
+  readonly setpriv?: string;
 }
 
 /**
@@ -209,10 +209,10 @@ export class Launcher {
   private running(): Writable {
     if (this.requests && !this.closed) return this.requests;
     this.closed = false;
-    const { sh, setsid, mkfifo, noNewPrivs } = this.programs;
+    const { sh, setsid, mkfifo, setpriv } = this.programs;
     const { monitor, taskInit, tasks, gates } = this.scripts;
     const launcher = [sh, '-c', LAUNCHER, 'hub-launcher', monitor, taskInit, tasks, gates];
-    const [program, ...args] = noNewPrivs ? [noNewPrivs, '--no-new-privs', '--', ...launcher] : launcher;
+    const [program, ...args] = setpriv ? [setpriv, '--no-new-privs', '--', ...launcher] : launcher;
     const child = spawn(program, args, {
       env: { ...PRIVILEGED_ENV, SH: sh, SETSID: setsid, MKFIFO: mkfifo },
       // Its own process group, so that stopping an execution's group never reaches it, nor a signal to the hub's group its launches.

@@ -99,7 +99,6 @@ export interface LocalDriverOptions {
 /** The programs of the launch, by absolute path. */
 interface LaunchPrograms extends LauncherPrograms {
   readonly unshare?: string;
-  readonly setpriv?: string;
   /** Whether `unshare` itself can take the job's uid and gid (`--setuid`, `--setgid`: util-linux 2.35 and later). */
   readonly unshareSetsIdentity?: boolean;
 }
@@ -150,6 +149,9 @@ function required(name: string, why: string): string {
   return path;
 }
 
+/** Whether this host has /proc: elsewhere (not Linux) a pid alone has to do. */
+const HAS_PROC = existsSync('/proc/self');
+
 /**
  * Whether the process is alive and still the monitor of this execution (a pid may be reused after
  * a restart): the hub's user's, in the execution's working directory (a monitor is a fork of the
@@ -161,8 +163,7 @@ async function runs(pid: number, executionDir: string): Promise<boolean> {
   } catch {
     return false;
   }
-  // No /proc (not Linux): the pid alone has to do.
-  if (!existsSync('/proc/self')) return true;
+  if (!HAS_PROC) return true;
   try {
     const [owner, cwd] = await Promise.all([stat(`/proc/${pid}`), readlink(`/proc/${pid}/cwd`)]);
     return owner.uid === process.getuid?.() && cwd === join(executionDir, 'work');
@@ -224,7 +225,6 @@ export class LocalDriver implements ClusterDriver {
       mkfifo: required('mkfifo', 'the launch'),
       unshare,
       setpriv,
-      noNewPrivs: setpriv,
       unshareSetsIdentity: options.root && unshare !== undefined && succeeds(unshare, ['--setuid', '65534', '--setgid', '65534', '--', sh, '-c', ':']),
     };
     this.userNamespaces =
@@ -550,7 +550,11 @@ export class LocalDriver implements ClusterDriver {
         // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile.
         await writeFile(join(execution.executionDir, ENDED_BY_FILE), limit);
         this.signal(pid, limit === 'maxRunSeconds' ? 'SIGTERM' : 'SIGKILL');
-        setTimeout(() => this.signal(pid, 'SIGKILL'), STOP_GRACE_MS).unref();
+        // Only to the monitor, if it is still this execution's: its pid may be another process's by then.
+        const escalate = async () => {
+          if (await runs(pid, execution.executionDir)) this.signal(pid, 'SIGKILL');
+        };
+        setTimeout(() => void escalate(), STOP_GRACE_MS).unref();
       }
       return { state: 'running' };
     }

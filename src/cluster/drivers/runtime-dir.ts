@@ -9,8 +9,8 @@ import { isRunning } from '../../common/database/processes.js';
  * traversable, each file its job's user's alone). It lives on a memory filesystem where there is
  * one (`/run` as root, the user's runtime directory otherwise), so that nothing of a job's
  * environment is written to a disk, and a file made and removed per job costs microseconds: on
- * the disk of the benchmark's machine (ext4 without a journal, which scans the inodes deleted in
- * the last half minute at every creation) each cost up to half a millisecond of CPU.
+ * the disk of the benchmark's machine (ext4 without a journal, which at every creation reads each
+ * inode deleted in the last one to six minutes) each cost up to 0.6 ms of CPU.
  */
 export interface RuntimeDir {
   readonly path: string;
