@@ -20,59 +20,13 @@ import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
 import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
 import { makeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
+import { shellProgram } from './shell-program.js';
 
-/**
- * The launch's first process, a fork of the launcher (as root, when the hub is; its fixed
- * environment) that runs this as a function: it joins the execution's control groups and runs the
- * rest of the launch, from `setsid` (a session and process group of its own: what a signal it
- * passes on reaches), waits for it, ends whatever the task left in that group, writes the exit
- * code where the hub finds it, even across a hub restart (`$1` is that file), and then tells the
- * hub that it ended, with the code, on descriptor 3, when the hub that started it still listens.
- * It runs no program of its own (the hub removes the task's file once it heard the end) and is
- * never given anything of the job's but the name of the task's file. The exit code is one short
- * write: a monitor killed before it leaves an empty file, which reads as none. The hub signals the
- * monitor alone: TERM it passes on to the launch's group (a stop, its grace period), USR1 it turns
- * into KILL for it; it keeps waiting either way.
- */
-const MONITOR = [
-  `trap 'kill -TERM -"$child" 2>/dev/null' TERM`,
-  `trap 'kill -KILL -"$child" 2>/dev/null' USR1`,
-  'exit_file=$1 cgroups=$2 id=$3 child=; shift 3',
-  '(for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$SETSID" "$@") </dev/null & child=$!',
-  'wait "$child"; code=$?',
-  'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
-  // What the task left running in the background ends with it, as a batch system's job does (the
-  // group's id cannot have been reused while any of it runs).
-  'kill -KILL -"$child" 2>/dev/null',
-  'printf %s "$code" > "$exit_file"',
-  'trap \'\' PIPE; printf \'ended %s %s\\n\' "$id" "$code" >&3',
-  'exit "$code"',
-].join('\n');
+/** The launch's first process, which waits for it and writes its exit code: sh/monitor.sh. */
+const MONITOR = shellProgram('monitor.sh');
 
-/**
- * The task's side of the launch, already running as the job's user and, in its own PID
- * namespace, as its PID 1: a prepared launch (`$2` is `gated`) first waits for the hub's word at
- * its gate (descriptor 4) and ends without running anything unless it is `go`; it tells the hub
- * that the task's process starts (on descriptor 3, which the task does not inherit), takes the
- * task's environment and then its command (`set -- …`) from its file (`$0`: written by the hub,
- * quoted), runs the task and exits with its code. When it exits
- * the kernel kills whatever else the task left in the namespace (`setsid`, double forks). It
- * catches TERM (PID 1 receives no signal it does not catch) so that a stop reaches the task,
- * which gets its grace period.
- */
-const TASK_INIT = [
-  "trap ':' TERM INT",
-  '[ -z "$2" ] || { IFS= read -r word <&4 && [ "$word" = go ]; } || exit 125',
-  'exec 4<&-',
-  // Before anything of the job's is read, so that nothing it sets can change what the hub is told.
-  "trap '' PIPE; printf 'started %s\\n' \"$1\" >&3; exec 3>&-; trap - PIPE",
-  'set -a; . "$0"; set +a',
-  'umask 077',
-  '"$@" & child=$!',
-  'wait "$child"; code=$?',
-  'while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done',
-  'exit "$code"',
-].join('\n');
+/** The task's side of the launch, its PID 1 as the job's user: sh/task-init.sh. */
+const TASK_INIT = shellProgram('task-init.sh');
 
 const STOP_GRACE_MS = 5000;
 /** How long a stop waits for the monitor of a launch it killed to end (it outlives the launch by a write). */

@@ -7,24 +7,13 @@ import { StartupError } from '../../common/errors/startup-error.js';
 import type { ClusterDriver, DriverNode, ExecutionLimits, Launch, Outcome, Tracked } from './cluster-driver.js';
 import { environmentFile } from './environment-file.js';
 import { EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
+import { shellProgram } from './shell-program.js';
 import { featureExpression, parseJobs, parseNodes, SlurmCommandError, type SlurmJobState } from './slurm-output.js';
 
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 30_000;
-/**
- * The batch script: takes the execution's environment from a file (so that none of it reaches
- * `sbatch` itself), runs the task given as its other arguments, then writes its exit code next
- * to its logs.
- */
-const JOB_SCRIPT = [
-  '#!/bin/sh',
-  'env_file=$1; exit_file=$2; shift 2',
-  'set -a; . "$env_file"; set +a',
-  '"$@"; code=$?',
-  'printf %s "$code" > "$exit_file.tmp" && /bin/mv "$exit_file.tmp" "$exit_file"',
-  'exit "$code"',
-  '',
-].join('\n');
+/** The batch script, which reads the execution's environment from a file and writes its exit code: sh/slurm-job.sh. */
+const JOB_SCRIPT = shellProgram('slurm-job.sh');
 
 /** Slurm job states that have not ended: queued, or running. */
 const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'SUSPENDED', 'PREEMPTED', 'RESIZING']);
