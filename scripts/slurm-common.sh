@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by slurm-up.sh and slurm-down.sh (sourced, not run).
 
 # alive NAME PIDFILE: the pid file names a live process called NAME
