@@ -19,9 +19,14 @@ export const HUB_LEAF = 'hub';
 const LAUNCH_PROCESSES = 2;
 /** A limit above this is no limit (the kernel's "max" in v1 is 2^63 less a page). */
 const NO_LIMIT_BYTES = 2 ** 62;
-/** How often, and how far apart, removing an execution's group is tried while its last processes are still being reaped. */
+/**
+ * How often removing an execution's group is tried while its last processes are still ending, and
+ * how far apart: from 100 ms, doubling up to 5 s (a minute and a quarter in all: thousands of
+ * processes killed at once take the kernel seconds to end on a busy host).
+ */
 const REMOVE_TRIES = 20;
 const REMOVE_RETRY_MS = 100;
+const REMOVE_RETRY_MAX_MS = 5000;
 
 /** What a hub running as root says at start where it can make no control group. */
 export const NO_CGROUPS =
@@ -325,7 +330,7 @@ export class ExecutionCgroups {
     if (busy.length > 0 && triesLeft > 1)
       this.removing.set(
         executionId,
-        setTimeout(() => this.remove(executionId, triesLeft - 1), REMOVE_RETRY_MS),
+        setTimeout(() => this.remove(executionId, triesLeft - 1), Math.min(REMOVE_RETRY_MAX_MS, REMOVE_RETRY_MS * 2 ** (REMOVE_TRIES - triesLeft))),
       );
     this.removing.get(executionId)?.unref();
   }
