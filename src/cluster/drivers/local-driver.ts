@@ -431,9 +431,10 @@ export class LocalDriver implements ClusterDriver {
 
   /**
    * A launch ended, its exit code written, and what its task left running in the background with
-   * it (see MONITOR). An execution without limits has nothing more to its end than its code: the
-   * listeners are told how it ended at once, and nothing is kept of it. One with limits is read by
-   * `outcomes`.
+   * it (see MONITOR). Its end is its code and, for an execution with limits, whether it ran past
+   * one (the hub's note, its groups' counters: read at once, synchronously, so that no follow
+   * reads the groups meanwhile): the listeners are told how it ended at once, and nothing is kept
+   * of it. An end heard without a code is read by `outcomes`.
    */
   private launchEnded(executionId: string, exitCode?: number): void {
     const heardAt = new Date().toISOString();
