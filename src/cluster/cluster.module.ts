@@ -1,5 +1,5 @@
 import { Module, type Provider } from '@nestjs/common';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { HubConfig } from '../common/config/hub-config.js';
 import { ANY_UNPRIVILEGED_USER, assertReachable, makeDirectory } from '../common/data-location.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
@@ -15,7 +15,8 @@ import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
-import { ExecutionCgroups } from './drivers/cgroups.js';
+import { ExecutionCgroups, NO_CGROUPS } from './drivers/cgroups.js';
+import { defaultMaxMemoryMiB } from './drivers/execution-bounds.js';
 import { hubRunsAsRoot } from './drivers/host-tools.js';
 import { LocalDriver } from './drivers/local-driver.js';
 import { JobIdentities, NOT_ROOT } from './job-identities.js';
@@ -43,12 +44,20 @@ const DRIVER: Provider = {
     if (config.clusterDriver === 'slurm') return new SlurmDriver({ root });
     if (!root) logger.warn(NOT_ROOT);
     else assertReachable(ANY_UNPRIVILEGED_USER, config.sharedDir, 'Jobs run in', 'Set HUB_SHARED_DIR to a directory below directories every user can enter.');
-    const cgroups = root ? ExecutionCgroups.detect() : undefined;
-    if (root && !cgroups)
-      logger.warn("No control groups can be made here: the execution profiles' maxProcesses and maxMemoryMiB are not enforced (maxRunSeconds is)");
     const slots = config.localSlots ?? availableParallelism();
+    // Read before the hub moves into a group of its own below it (cgroup v2): the same limit either way.
+    const hubMemoryLimitMiB = ExecutionCgroups.ownMemoryLimitMiB();
+    const defaults = {
+      maxProcesses: config.jobDefaultMaxProcesses,
+      maxMemoryMiB: config.jobDefaultMaxMemoryMiB ?? defaultMaxMemoryMiB(Math.floor(totalmem() / 1024 / 1024), hubMemoryLimitMiB, slots),
+    };
+    const detected = root ? ExecutionCgroups.detect() : undefined;
+    const cgroups = detected && 'cgroups' in detected ? detected.cgroups : undefined;
+    if (detected && 'problem' in detected) logger.warn({ problem: detected.problem }, NO_CGROUPS);
+    else if (cgroups)
+      logger.info({ pids: cgroups.pids, memory: cgroups.memory, defaults, hubMemoryLimitMiB }, 'Each execution runs in control groups of its own here');
     return new LocalDriver(
-      { labels: config.localNodeLabels, slots, root, cgroups, prepared: config.localPreparedLaunches ?? defaultPreparedLaunches(slots) },
+      { labels: config.localNodeLabels, slots, root, cgroups, defaults, prepared: config.localPreparedLaunches ?? defaultPreparedLaunches(slots) },
       logger,
     );
   },

@@ -1,7 +1,9 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism, tmpdir, totalmem } from 'node:os';
+import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { ExecutionCgroups, NO_CGROUPS } from '../../src/cluster/drivers/cgroups.js';
+import { defaultMaxMemoryMiB } from '../../src/cluster/drivers/execution-bounds.js';
 import { NOT_ROOT } from '../../src/cluster/job-identities.js';
 import { bearer, enterableTempDir, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
@@ -472,6 +474,157 @@ asRoot('execution profile limits', () => {
     expect([done.status, lastEvent(done).details?.limit]).toEqual(['failed', 'maxMemoryMiB']);
     // Within its limits a job runs as usual.
     expect((await run(await profileWith('Enough', { maxMemoryMiB: 256, maxProcesses: 50, maxRunSeconds: 60 }), 'echo fine')).status).toBe('completed');
+  });
+});
+
+/**
+ * The bounds every execution gets on the local driver of a hub running as root, under the built-in
+ * Standard profile (which sets no limit): control groups of its own, below the hub's own.
+ */
+asRoot('default bounds, under Standard', () => {
+  const withCgroups = existsSync('/sys/fs/cgroup/cgroup.controllers') || existsSync('/sys/fs/cgroup/pids/cgroup.procs') ? it : it.skip;
+  const hubs: TestHub[] = [];
+  afterAll(() => Promise.all(hubs.map((hub) => hub.close())));
+
+  const startHub = async (env: Record<string, string> = {}) => {
+    const hub = await startTestHub({ env });
+    hubs.push(hub);
+    const standard = await hub.inject({
+      method: 'GET',
+      url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
+      headers: bearer(hub.adminToken),
+    });
+    const profileId = standard.json<{ data: { _id: string }[] }>().data[0]._id;
+    const profile = (await hub.inject({ method: 'GET', url: `/api/v2/execution-profiles/execprofiles/${profileId}`, headers: bearer(hub.adminToken) })).json<{
+      _id: string;
+      properties: Record<string, unknown>;
+    }>();
+    expect(profile.properties).toEqual({});
+    const user = await submitter(hub, 'bounded');
+    const run = async (script: string, done = (current: Execution) => ['completed', 'failed', 'lost'].includes(current.status), timeoutMs = 20_000) => {
+      const job = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/cluster/jobs',
+        headers: user,
+        payload: { name: 'bounded', namespace: 'default', executionProfileId: profile._id, task: { command: 'sh', args: ['-c', script] } },
+      });
+      expect(job.statusCode).toBe(201);
+      const jobId = job.json<{ id: string }>().id;
+      return poll(() => executionOfJob(hub, jobId), done, timeoutMs);
+    };
+    return { hub, run };
+  };
+  const lastEvent = (execution: Execution) => execution.taskStates.main.events.at(-1) as { type: string; message: string; details?: Record<string, string> };
+
+  /** The hub's own group in each hierarchy (this process's: the hub runs in it), `hub` left out on cgroup v2, where the hub moved itself into it. */
+  const hubGroups = () =>
+    new Map(
+      readFileSync('/proc/self/cgroup', 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [, controllers, group] = line.split(':');
+          return [controllers, controllers === '' ? group.replace(/\/hub$/, '') : group] as const;
+        }),
+    );
+
+  withCgroups('runs each execution in groups of its own below the hub’s own, with the default bounds', async () => {
+    const { hub, run } = await startHub();
+    const done = await run('cat /proc/self/cgroup');
+    expect(done.status).toBe('completed');
+    const groups = new Map(
+      (await logOf(hub, done.id))
+        .trim()
+        .split('\n')
+        .map((line) => [line.split(':')[1], line.split(':')[2]]),
+    );
+    const own = hubGroups();
+    const checked = existsSync('/sys/fs/cgroup/cgroup.controllers') ? [''] : ['pids', 'memory'];
+    for (const controller of checked)
+      expect([controller, groups.get(controller)]).toEqual([controller, posix.join(own.get(controller) ?? '', 'hub-executions', done.id)]);
+    const hubMemoryLimitMiB = ExecutionCgroups.ownMemoryLimitMiB();
+    const memory = defaultMaxMemoryMiB(Math.floor(totalmem() / 1024 / 1024), hubMemoryLimitMiB, availableParallelism());
+    // What the groups held (read from the job itself, which sees /sys/fs/cgroup).
+    const limits = await run(
+      existsSync('/sys/fs/cgroup/cgroup.controllers')
+        ? 'g=$(cut -d: -f3 /proc/self/cgroup); cat /sys/fs/cgroup$g/pids.max /sys/fs/cgroup$g/memory.max'
+        : 'cat /sys/fs/cgroup/pids$(grep :pids: /proc/self/cgroup | cut -d: -f3)/pids.max /sys/fs/cgroup/memory$(grep :memory: /proc/self/cgroup | cut -d: -f3)/memory.limit_in_bytes',
+    );
+    // The launch's own two processes (unshare, the task's init) besides the task's 4096.
+    expect((await logOf(hub, limits.id)).trim().split('\n')).toEqual(['4098', String(memory * 1024 * 1024)]);
+  });
+
+  withCgroups(
+    'ends a job that forks 5,000 sleeps, failed, past the default maxProcesses',
+    async () => {
+      const { run } = await startHub();
+      const sleep = `sleep 600.${unique()}`;
+      const done = await run(`for i in $(seq 5000); do ${sleep} & done; wait`, undefined, 180_000);
+      expect([done.status, lastEvent(done).type, lastEvent(done).details?.limit]).toEqual(['failed', 'LimitExceeded', 'maxProcesses']);
+      expect(lastEvent(done).message).toBe("Ended for running past the hub's default maxProcesses (4096 processes, HUB_JOB_DEFAULT_MAX_PROCESSES)");
+      // Four thousand processes take the kernel a while to end on a busy machine.
+      const left = await poll(
+        () => processesWith(sleep),
+        (found) => found.length === 0,
+        30_000,
+      );
+      expect(left).toEqual([]);
+    },
+    240_000,
+  );
+
+  withCgroups(
+    'ends a job that allocates more than the default maxMemoryMiB, failed',
+    async () => {
+      const { run } = await startHub({ HUB_JOB_DEFAULT_MAX_MEMORY_MIB: '64' });
+      const done = await run('x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo "${#x}"; sleep 30');
+      expect([done.status, lastEvent(done).type, lastEvent(done).details?.limit]).toEqual(['failed', 'LimitExceeded', 'maxMemoryMiB']);
+      expect(lastEvent(done).message).toBe("Ended for running past the hub's default maxMemoryMiB (64 MiB, HUB_JOB_DEFAULT_MAX_MEMORY_MIB)");
+      // Within the bound a job runs as usual.
+      expect((await run('x=$(head -c 20000000 /dev/zero | tr "\\0" a); echo "${#x}"')).status).toBe('completed');
+    },
+    60_000,
+  );
+});
+
+/** A hub running as root where no control group can be made (simulated: the detection's answer is the only thing replaced). */
+asRoot('a hub running as root without control groups', () => {
+  let hub: TestHub;
+  const logs: Record<string, unknown>[] = [];
+
+  beforeAll(async () => {
+    const detect = jest.spyOn(ExecutionCgroups, 'detect').mockReturnValue({ problem: 'cgroupfs is read-only here' });
+    try {
+      hub = await startTestHub({ logs, env: { HUB_JOB_DEFAULT_MAX_PROCESSES: '50' } });
+    } finally {
+      detect.mockRestore();
+    }
+  });
+  afterAll(() => hub?.close());
+
+  it('says so at start, and sets RLIMIT_NPROC of an allocated uid’s launch to its maxProcesses', async () => {
+    expect(logs.filter((line) => line.msg === NO_CGROUPS).map((line) => line.problem)).toEqual(['cgroupfs is read-only here']);
+    const admin = bearer(hub.adminToken);
+    const standard = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: admin });
+    const profile = standard.json<{ data: { _id: string }[] }>().data[0]._id;
+    const job = await hub.inject({
+      method: 'POST',
+      url: '/api/v2/cluster/jobs',
+      headers: await submitter(hub, 'unbounded'),
+      payload: {
+        name: 'nproc',
+        namespace: 'default',
+        executionProfileId: profile,
+        task: { command: 'sh', args: ['-c', "grep 'Max processes' /proc/self/limits"] },
+      },
+    });
+    const done = await poll(
+      () => executionOfJob(hub, job.json<{ id: string }>().id),
+      (current) => ['completed', 'failed', 'lost'].includes(current.status),
+      15_000,
+    );
+    expect(done.status).toBe('completed');
+    expect((await logOf(hub, done.id)).split(/\s+/).slice(2, 4)).toEqual(['50', '50']);
   });
 });
 

@@ -1,5 +1,5 @@
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
-import { readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { readFile, readlink, stat } from 'node:fs/promises';
 import { availableParallelism, hostname, networkInterfaces, platform, release, totalmem, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -15,6 +15,7 @@ import {
   type Outcome,
   type Tracked,
 } from './cluster-driver.js';
+import { boundsOf, limitMessage, type BoundedLimit, type DefaultBounds } from './execution-bounds.js';
 import { endedWith, EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
@@ -46,6 +47,8 @@ export interface LocalDriverOptions {
   readonly root: boolean;
   /** Control groups for the limits, where the machine allows. */
   readonly cgroups: ExecutionCgroups | undefined;
+  /** The bounds of an execution whose profile sets none (HUB_JOB_DEFAULT_MAX_*). */
+  readonly defaults: DefaultBounds;
   /** How many launches of the next in line are kept prepared, waiting for a slot (0: none). */
   readonly prepared: number;
 }
@@ -55,13 +58,25 @@ interface LaunchPrograms extends LauncherPrograms {
   readonly unshare?: string;
   /** Whether `unshare` itself can take the job's uid and gid (`--setuid`, `--setgid`: util-linux 2.35 and later). */
   readonly unshareSetsIdentity?: boolean;
+  /** As root without control groups: what sets RLIMIT_NPROC, the best a hub can do then. */
+  readonly prlimit?: string;
 }
 
-/** What the driver remembers of an execution with limits (read back from its directory after a restart). */
+/**
+ * What the driver remembers of an execution with limits: those in force, which of them are the
+ * hub's defaults, and whether control groups keep them. Read back from its directory after a
+ * restart when its profile set any; else rebuilt from the defaults (see watchedOf).
+ */
 interface Watched {
   readonly limits: ExecutionLimits;
+  readonly defaulted?: readonly BoundedLimit[];
   readonly startedAt: number;
   readonly cgroups: boolean;
+}
+
+/** Whether any of an execution's limits is its profile's (and so kept in its directory). */
+function fromProfile(watched: Watched): boolean {
+  return LIMIT_NAMES.some((name) => watched.limits[name] !== undefined && !watched.defaulted?.includes(name as BoundedLimit));
 }
 
 function operatingSystem(): string {
@@ -127,13 +142,18 @@ async function runs(pid: number, executionDir: string): Promise<boolean> {
   }
 }
 
-const LOST: Outcome = { state: 'lost', message: 'The process ended without leaving an exit code (killed, or the host restarted)' };
-
-/** What a limit's event says. */
-function limitMessage(limit: keyof ExecutionLimits, limits: ExecutionLimits): string {
-  const unit = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s' }[limit];
-  return `Ended for running past its execution profile's ${limit} (${limits[limit]}${unit})`;
+/** The limit the hub noted it ended an execution for, if it did (see outcomeOf). */
+function readNote(executionDir: string): keyof ExecutionLimits | undefined {
+  let noted = '';
+  try {
+    noted = readFileSync(join(executionDir, ENDED_BY_FILE), 'utf8');
+  } catch {
+    // None: it was not ended for a limit by the hub.
+  }
+  return (LIMIT_NAMES as readonly string[]).includes(noted) ? (noted as keyof ExecutionLimits) : undefined;
 }
+
+const LOST: Outcome = { state: 'lost', message: 'The process ended without leaving an exit code (killed, or the host restarted)' };
 
 /**
  * The hub's own host as the one node. An execution is a launch the hub starts detached, in its
@@ -179,6 +199,7 @@ export class LocalDriver implements ClusterDriver {
       mkfifo: required('mkfifo', 'the launch'),
       unshare,
       setpriv,
+      prlimit: options.root && !options.cgroups ? systemProgram('prlimit') : undefined,
       unshareSetsIdentity: options.root && unshare !== undefined && succeeds(unshare, ['--setuid', '65534', '--setgid', '65534', '--', sh, '-c', ':']),
     };
     this.userNamespaces =
@@ -253,7 +274,7 @@ export class LocalDriver implements ClusterDriver {
     const started = this.launcher.started(executionId);
     try {
       const watched = this.watched.get(executionId);
-      if (watched) {
+      if (watched && fromProfile(watched)) {
         // Its run time counts from now, not from when it was prepared (after a restart too).
         const now = { ...watched, startedAt: Date.now() };
         this.watched.set(executionId, now);
@@ -275,6 +296,7 @@ export class LocalDriver implements ClusterDriver {
     await this.through(gate, 'no', ended, ABANDON_WAIT_MS);
     this.abandoned.delete(executionId);
     this.watched.delete(executionId);
+    this.options.cgroups?.remove(executionId);
   }
 
   /**
@@ -306,7 +328,7 @@ export class LocalDriver implements ClusterDriver {
       chownSync(workDir, identity.uid, identity.gid);
       chownSync(taskFile, identity.uid, identity.gid);
     }
-    const cgroups = await this.limit(launch);
+    const { cgroups, isolation } = this.limit(launch);
     let spawned: Spawned;
     try {
       spawned = await this.launcher.spawn({
@@ -315,10 +337,11 @@ export class LocalDriver implements ClusterDriver {
         exitFile,
         cgroups,
         gated,
-        isolation: this.isolation(launch),
+        isolation,
       });
     } catch (error) {
       this.launcher.forget(launch.executionId);
+      this.options.cgroups?.remove(launch.executionId);
       throw error;
     }
     this.monitors.set(launch.executionId, { pid: spawned.pid, executionDir: launch.executionDir });
@@ -362,9 +385,10 @@ export class LocalDriver implements ClusterDriver {
 
   /**
    * A launch ended, its exit code written, and what its task left running in the background with
-   * it (see MONITOR). An execution without limits has nothing more to its end than its code: the
-   * listeners are told how it ended at once, and nothing is kept of it. One with limits is read by
-   * `outcomes`.
+   * it (see MONITOR). Its end is its code and, for an execution with limits, whether it ran past
+   * one (the hub's note, its groups' counters: read at once, synchronously, so that no follow
+   * reads the groups meanwhile): the listeners are told how it ended at once, and nothing is kept
+   * of it. An end heard without a code is read by `outcomes`.
    */
   private launchEnded(executionId: string, exitCode?: number): void {
     const heardAt = new Date().toISOString();
@@ -383,9 +407,11 @@ export class LocalDriver implements ClusterDriver {
     if (abandoned) return abandoned();
     // Stopped, or its end read already (see outcomeOf), before this was heard: nothing to tell, nothing to keep.
     if (!this.watched.has(executionId)) return;
-    if (monitor !== undefined && exitCode !== undefined && this.watched.get(executionId) === null) {
+    const watched = this.watched.get(executionId);
+    if (monitor !== undefined && exitCode !== undefined && watched !== undefined) {
       this.watched.delete(executionId);
-      const ended = endedWith(exitCode, heardAt);
+      const ended =
+        watched === null ? endedWith(exitCode, heardAt) : this.endedWithin(executionId, monitor.executionDir, watched, endedWith(exitCode, heardAt));
       for (const listener of this.exitListeners) listener(executionId, ended);
       return;
     }
@@ -418,9 +444,10 @@ export class LocalDriver implements ClusterDriver {
         await this.monitorEnded(pid, tracked.executionDir, KILLED_WAIT_MS);
       }
     }
-    // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file.
+    // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file or groups.
     for (const kept of [this.watched, this.exitedAt, this.monitors]) kept.delete(tracked.executionId);
     rmSync(this.taskFileOf(tracked.executionId), { force: true });
+    this.options.cgroups?.remove(tracked.executionId);
   }
 
   /** Whether a launch's monitor has ended within `waitMs`. */
@@ -448,61 +475,91 @@ export class LocalDriver implements ClusterDriver {
    * `setpriv` for an account (its groups, `--init-groups`, come through NSS) or an `unshare` too old
    * to. The launch has `no_new_privs` from the launcher. Without root, the hub's own user, in a PID
    * namespace of an unprivileged user namespace where the machine allows it; else nothing.
+   *
+   * As root where no control group can be made, an allocated uid's launch first sets
+   * RLIMIT_NPROC to its `maxProcesses`, which the kernel counts per uid: every execution of that
+   * user together, not this one alone. An account's uid is left alone: its owner's own sessions
+   * count against it too.
    */
-  private isolation(launch: Launch): string[] {
-    const { unshare, setpriv, unshareSetsIdentity } = this.programs;
+  private isolation(launch: Launch, limits: ExecutionLimits): string[] {
+    const { unshare, setpriv, unshareSetsIdentity, prlimit } = this.programs;
     const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child'];
     const identity = launch.identity;
     if (identity && unshare && setpriv) {
-      if (unshareSetsIdentity && !identity.account) return [unshare, ...namespace, '--setuid', String(identity.uid), '--setgid', String(identity.gid), '--'];
+      const nproc =
+        prlimit && !identity.account && limits.maxProcesses !== undefined ? [prlimit, `--nproc=${limits.maxProcesses}:${limits.maxProcesses}`, '--'] : [];
+      if (unshareSetsIdentity && !identity.account)
+        return [...nproc, unshare, ...namespace, '--setuid', String(identity.uid), '--setgid', String(identity.gid), '--'];
       const groups = identity.account ? '--init-groups' : '--clear-groups';
-      return [unshare, ...namespace, '--', setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
+      return [...nproc, unshare, ...namespace, '--', setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
     }
     if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, '--'];
     return [];
   }
 
-  /** Sets up what keeps an execution's limits: its control groups (whose `cgroup.procs` the launch joins), and what the hub checks. */
-  private async limit(launch: Launch): Promise<string[]> {
-    const limits = launch.limits;
-    if (LIMIT_NAMES.every((name) => limits[name] === undefined)) {
+  /**
+   * Sets up what keeps an execution's limits (its profile's, the hub's defaults for those it
+   * leaves unset): its control groups, whose `cgroup.procs` the launch joins, and what the hub
+   * checks; and the isolation that runs its task. Only a profile's limits are written to its
+   * directory: the defaults are the hub's to know again after a restart.
+   */
+  private limit(launch: Launch): { cgroups: string[]; isolation: string[] } {
+    const { limits, defaulted } = boundsOf(launch.limits, this.options.defaults);
+    const isolation = this.isolation(launch, limits);
+    const cgroups = this.options.cgroups?.create(launch.executionId, limits) ?? [];
+    const watched: Watched = { limits, defaulted, startedAt: Date.now(), cgroups: cgroups.length > 0 };
+    // Nothing for the hub to check: no group, no limit of the profile's.
+    if (!watched.cgroups && !fromProfile(watched)) {
       this.watched.set(launch.executionId, null);
-      return [];
+      return { cgroups, isolation };
     }
-    const cgroups = this.options.cgroups ? await this.options.cgroups.create(launch.executionId, limits) : [];
-    const watched: Watched = { limits, startedAt: Date.now(), cgroups: cgroups.length > 0 };
-    await writeFile(join(launch.executionDir, LIMITS_FILE), JSON.stringify(watched), { mode: 0o600 });
+    if (fromProfile(watched)) writeFileSync(join(launch.executionDir, LIMITS_FILE), JSON.stringify(watched), { mode: 0o600 });
     this.watched.set(launch.executionId, watched);
-    return cgroups;
+    return { cgroups, isolation };
   }
 
   private async watchedOf(execution: Tracked): Promise<Watched | null> {
     let watched = this.watched.get(execution.executionId);
     if (watched === undefined) {
-      // Started before a restart: its limits are in its directory, if it has any.
+      // Started before a restart: its profile's limits are in its directory, if it has any; else it has the defaults, in groups where the hub makes them.
+      const defaults: Watched | null = this.options.cgroups
+        ? { limits: this.options.defaults, defaulted: ['maxProcesses', 'maxMemoryMiB'], startedAt: 0, cgroups: true }
+        : null;
       watched = await readFile(join(execution.executionDir, LIMITS_FILE), 'utf8')
         .then((text) => JSON.parse(text) as Watched)
-        .catch(() => null);
+        .catch(() => defaults);
       this.watched.set(execution.executionId, watched);
     }
     return watched;
   }
 
   /** The limit a running execution has gone past, if any. */
-  private async exceeded(execution: Tracked, watched: Watched): Promise<keyof ExecutionLimits | undefined> {
+  private exceeded(execution: Tracked, watched: Watched): keyof ExecutionLimits | undefined {
     const { maxRunSeconds } = watched.limits;
     if (maxRunSeconds !== undefined && Date.now() - watched.startedAt > maxRunSeconds * 1000) return 'maxRunSeconds';
     return watched.cgroups ? this.options.cgroups?.exceeded(execution.executionId, watched.limits) : undefined;
+  }
+
+  /**
+   * How an execution with limits ended, from its exit code, when this hub heard its end: as its
+   * limit's when the hub ended it for one (noted before it was signalled) or the kernel did (its
+   * groups' counters); its groups go.
+   */
+  private endedWithin(executionId: string, executionDir: string, watched: Watched, ended: Ended): Ended {
+    const noted = readNote(executionDir);
+    const limit = noted ?? (watched.cgroups ? this.options.cgroups?.exceeded(executionId, watched.limits) : undefined);
+    if (watched.cgroups) this.options.cgroups?.remove(executionId);
+    return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits, watched.defaulted), limit } : ended;
   }
 
   private async outcomeOf(execution: Tracked): Promise<Outcome> {
     const pid = Number(execution.driverRef);
     const watched = await this.watchedOf(execution);
     if (await runs(pid, execution.executionDir)) {
-      const limit = watched && (await this.exceeded(execution, watched));
+      const limit = watched && this.exceeded(execution, watched);
       if (limit) {
         // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile.
-        await writeFile(join(execution.executionDir, ENDED_BY_FILE), limit);
+        writeFileSync(join(execution.executionDir, ENDED_BY_FILE), limit);
         this.signal(pid, limit === 'maxRunSeconds' ? 'SIGTERM' : 'SIGKILL');
         // Only to the monitor, if it is still this execution's: its pid may be another process's by then.
         const escalate = async () => {
@@ -524,16 +581,12 @@ export class LocalDriver implements ClusterDriver {
     this.exitedAt.delete(execution.executionId);
     if (!watched) return ended ?? LOST;
     // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
-    const noted = await readFile(join(execution.executionDir, ENDED_BY_FILE), 'utf8').catch(() => '');
-    const limit = (LIMIT_NAMES as readonly string[]).includes(noted)
-      ? (noted as keyof ExecutionLimits)
-      : watched.cgroups
-        ? await this.options.cgroups?.exceeded(execution.executionId, watched.limits)
-        : undefined;
-    if (watched.cgroups) await this.options.cgroups?.remove(execution.executionId);
+    const limit = readNote(execution.executionDir) ?? (watched.cgroups ? this.options.cgroups?.exceeded(execution.executionId, watched.limits) : undefined);
+    if (watched.cgroups) this.options.cgroups?.remove(execution.executionId);
+    const message = limit && limitMessage(limit, watched.limits, watched.defaulted);
     // Killed for a limit with its whole group, the monitor may have had no time to write an exit code: the limit is still why it ended.
-    if (!ended) return limit ? { state: 'failed', exitCode: 137, message: limitMessage(limit, watched.limits), limit } : LOST;
-    return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits), limit } : ended;
+    if (!ended) return limit && message ? { state: 'failed', exitCode: 137, message, limit } : LOST;
+    return limit && message ? { ...ended, state: 'failed', message, limit } : ended;
   }
 
   /** The file of an execution's task's environment and command, in this hub's runtime directory. */

@@ -51,6 +51,8 @@ const DEFAULTS: HubConfig = {
   jobRetentionDays: 7,
   jobUidBase: 200000,
   maxActiveJobsPerUser: 100,
+  jobDefaultMaxProcesses: 4096,
+  jobDefaultMaxMemoryMiB: undefined,
   logLevel: 'info',
 };
 
@@ -81,6 +83,8 @@ const ALL_SETTINGS = [
   'HUB_JOB_RETENTION_DAYS',
   'HUB_JOB_UID_BASE',
   'HUB_MAX_ACTIVE_JOBS_PER_USER',
+  'HUB_JOB_DEFAULT_MAX_PROCESSES',
+  'HUB_JOB_DEFAULT_MAX_MEMORY_MIB',
   'HUB_LOG_LEVEL',
 ];
 
@@ -151,6 +155,8 @@ describe('loadHubConfig', () => {
         HUB_JOB_RETENTION_DAYS: '14',
         HUB_JOB_UID_BASE: '500000',
         HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
+        HUB_JOB_DEFAULT_MAX_PROCESSES: '512',
+        HUB_JOB_DEFAULT_MAX_MEMORY_MIB: '2048',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -178,6 +184,8 @@ describe('loadHubConfig', () => {
         jobRetentionDays: 14,
         jobUidBase: 500000,
         maxActiveJobsPerUser: 0,
+        jobDefaultMaxProcesses: 512,
+        jobDefaultMaxMemoryMiB: 2048,
         logLevel: 'debug',
       });
     });
@@ -239,6 +247,9 @@ describe('loadHubConfig', () => {
       ['HUB_JOB_UID_BASE', '999'],
       ['HUB_MAX_ACTIVE_JOBS_PER_USER', '-1'],
       ['HUB_MAX_ACTIVE_JOBS_PER_USER', 'many'],
+      ['HUB_JOB_DEFAULT_MAX_PROCESSES', '0'],
+      ['HUB_JOB_DEFAULT_MAX_MEMORY_MIB', '0'],
+      ['HUB_JOB_DEFAULT_MAX_MEMORY_MIB', '1.5'],
     ])('refuses %s=%s', (name, value) => {
       expect(configurationErrorFor({ [name]: value })).toContain(name);
     });

@@ -62,6 +62,10 @@ export abstract class HubConfig {
   abstract readonly jobUidBase: number;
   /** Active (pending and running) jobs one user may have; 0: no limit. */
   abstract readonly maxActiveJobsPerUser: number;
+  /** The local driver's `maxProcesses` of an execution whose profile sets none. */
+  abstract readonly jobDefaultMaxProcesses: number;
+  /** The local driver's `maxMemoryMiB` of an execution whose profile sets none; absent: from the memory the hub may use and its slots (see execution-bounds.ts). */
+  abstract readonly jobDefaultMaxMemoryMiB?: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -282,6 +286,20 @@ class HubEnvironment {
   HUB_MAX_ACTIVE_JOBS_PER_USER = 100;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(4_194_304)
+  HUB_JOB_DEFAULT_MAX_PROCESSES = 4096;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1_073_741_824)
+  HUB_JOB_DEFAULT_MAX_MEMORY_MIB?: number = undefined;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -339,6 +357,8 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
     jobUidBase: settings.HUB_JOB_UID_BASE,
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
+    jobDefaultMaxProcesses: settings.HUB_JOB_DEFAULT_MAX_PROCESSES,
+    jobDefaultMaxMemoryMiB: settings.HUB_JOB_DEFAULT_MAX_MEMORY_MIB,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }
