@@ -177,7 +177,7 @@ const LOST: Outcome = { state: 'lost', message: 'The process ended without leavi
 
 /** What a limit's event says. */
 function limitMessage(limit: keyof ExecutionLimits, limits: ExecutionLimits): string {
-  const unit = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s' }[limit];
+  const unit = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s', maxDiskMiB: ' MiB' }[limit];
   return `Ended for running past its execution profile's ${limit} (${limits[limit]}${unit})`;
 }
 
