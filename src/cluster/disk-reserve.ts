@@ -4,12 +4,13 @@ import { stat, statfs } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { promisify } from 'node:util';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
+import { locateData } from '../common/data-location.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { ClusterRepository, taskEvent } from './cluster.repository.js';
@@ -87,7 +88,7 @@ async function du(program: string, dirs: readonly string[]): Promise<string> {
  * ClusterScheduler.stopExecution), only if it still runs.
  */
 @Injectable()
-export class DiskReserve {
+export class DiskReserve implements OnApplicationBootstrap {
   private readonly enabled: boolean;
   private readonly executionsDir: string;
   private readonly du = systemProgram('du');
@@ -114,6 +115,26 @@ export class DiskReserve {
     this.enabled = config.clusterDriver === 'local';
     this.executionsDir = join(config.sharedDir, 'executions');
     if (this.enabled && !this.du) this.logger.warn('du is missing: the disk reserve sees free space but not what each execution holds, and evicts none');
+  }
+
+  /**
+   * Says at start what the reserve covers: the embedded PostgreSQL (in the data directory's
+   * `postgres/`) shares the executions' filesystem unless HUB_SHARED_DIR moves them; the reserve is
+   * then its room, which jobs cannot take for longer than a look.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.enabled) return;
+    const disk = await this.disk();
+    const fields = { reserveMiB: mib(disk.reserve), filesystemMiB: mib(disk.total), dir: this.existingDir() };
+    const database = this.config.databaseUrl ? undefined : join(locateData(this.config.dataDir, this.config.stateDir).openDir, 'postgres');
+    const shared = database !== undefined && existsSync(database) && (await stat(database)).dev === (await stat(this.existingDir())).dev;
+    if (shared && disk.reserve === 0)
+      this.logger.warn(fields, "HUB_MIN_FREE_DISK_MIB is 0: jobs may fill the filesystem the embedded PostgreSQL shares with the executions' directories");
+    else
+      this.logger.info(
+        fields,
+        `Disk reserve: ${fields.reserveMiB} MiB kept free on the executions' filesystem${shared ? ', which the embedded PostgreSQL shares' : ''}`,
+      );
   }
 
   @Interval('disk-reserve', CHECK_MS)
