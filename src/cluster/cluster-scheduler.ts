@@ -161,6 +161,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** The round submissions that can only be prepared share (see `submitted`). */
   private placeSoon?: NodeJS.Timeout;
   private stopped = false;
+  /** Why no execution may start now (the disk below its reserve, see DiskReserve); undefined: they may. */
+  private startsHeld?: string;
   private readonly logger: Logger;
 
   constructor(
@@ -194,6 +196,13 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** An execution's directory: its working directory (`work/`), its logs and its exit code. */
   executionDir(executionId: string): string {
     return join(this.config.sharedDir, 'executions', executionId);
+  }
+
+  /** Holds every start (placement, and the hand-off of a freed slot to a prepared launch) while `why` is given; lets them go, and places, without. */
+  holdStarts(why?: string): void {
+    const released = this.startsHeld !== undefined && why === undefined;
+    this.startsHeld = why;
+    if (released) this.wake();
   }
 
   /** What a submission announces at its commit, so that the other hubs place it at once. */
@@ -281,34 +290,41 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** Kills what a job runs and ends its executions (failed, with an event), which makes it dead. */
   async stopJob(job: ClusterJob, reason: string): Promise<void> {
-    for (const execution of await this.cluster.unfinishedOf(job.id)) {
-      // As the locked row has it: the execution may have started since the list was read.
-      let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
-      let preparedBy: number | undefined;
-      let ended = false;
-      await this.cluster.updateExecution(execution.id, (current) => {
-        if (current.status !== 'pending' && current.status !== 'running') return false;
-        if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
-        else if (current.prepared && current.hub !== null) preparedBy = current.hub;
-        this.end(current.taskState, current, 'failed', null, taskEvent('Killed', reason));
-        ended = true;
-        return true;
-      });
-      if (ended) {
-        this.metrics.ended('stopped');
-        // Its CPUs (or its place among those prepared) are free now.
-        this.wake();
-      }
-      this.followed.delete(execution.id);
-      // A prepared launch is let go of by the hub that prepared it.
-      if (preparedBy === this.presence?.hub) await this.dropPrepared(execution.id);
-      else if (preparedBy !== undefined) await this.askToStop(execution.id);
-      if (!target) continue;
-      const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
-      // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
-      if (target.hub === this.presence?.hub || (target.nodeId !== null && this.ownNodeIds.has(target.nodeId))) await this.stopQuietly(tracked);
-      else await this.askToStop(execution.id);
+    for (const execution of await this.cluster.unfinishedOf(job.id)) await this.stopExecution(execution, taskEvent('Killed', reason));
+  }
+
+  /**
+   * Ends an execution failed with `event` (pending or running; with `runningOnly`, only if it
+   * runs) under its row lock, and kills what runs of it; whether this call ended it.
+   */
+  async stopExecution(execution: { id: string; executionDir: string }, event: TaskEvent, runningOnly = false): Promise<boolean> {
+    // As the locked row has it: the execution may have started since the list was read.
+    let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
+    let preparedBy: number | undefined;
+    let ended = false;
+    await this.cluster.updateExecution(execution.id, (current) => {
+      if (current.status !== 'running' && (runningOnly || current.status !== 'pending')) return false;
+      if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
+      else if (current.prepared && current.hub !== null) preparedBy = current.hub;
+      this.end(current.taskState, current, 'failed', null, event);
+      ended = true;
+      return true;
+    });
+    if (ended) {
+      this.metrics.ended(runningOnly ? 'failed' : 'stopped');
+      // Its CPUs (or its place among those prepared) are free now.
+      this.wake();
     }
+    this.followed.delete(execution.id);
+    // A prepared launch is let go of by the hub that prepared it.
+    if (preparedBy === this.presence?.hub) await this.dropPrepared(execution.id);
+    else if (preparedBy !== undefined) await this.askToStop(execution.id);
+    if (!target) return ended;
+    const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
+    // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
+    if (target.hub === this.presence?.hub || (target.nodeId !== null && this.ownNodeIds.has(target.nodeId))) await this.stopQuietly(tracked);
+    else await this.askToStop(execution.id);
+    return ended;
   }
 
   /** Asks, through the database, the hub that follows (or prepared) an execution to stop what runs of it. */
@@ -372,7 +388,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** One placement round; whether the next may find more to do (it changed something, and there was more in line than it looked at). */
   private async placeRound(): Promise<boolean> {
-    if (this.ownNodeIds.size === 0) return false;
+    if (this.ownNodeIds.size === 0 || this.startsHeld !== undefined) return false;
     let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
     let claimed: ClaimedExecution[];
     try {
@@ -619,7 +635,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (!slot) return this.wake(true);
     slot.endHeard = true;
     if (this.stopped) return;
-    const first = slot.handedOver ? undefined : this.prepared.get(slot.nodeId)?.[0];
+    const first = slot.handedOver || this.startsHeld !== undefined ? undefined : this.prepared.get(slot.nodeId)?.[0];
     const next = first && first.execution.reservedCpu <= slot.cpu ? (this.prepared.get(slot.nodeId)?.shift() as PreparedLaunch) : undefined;
     if (ended) {
       slot.ending = true;

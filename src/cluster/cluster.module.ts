@@ -14,6 +14,7 @@ import { ClusterScheduler } from './cluster-scheduler.js';
 import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
+import { DiskReserve } from './disk-reserve.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
 import { ExecutionCgroups, NO_CGROUPS } from './drivers/cgroups.js';
 import { defaultMaxMemoryMiB } from './drivers/execution-bounds.js';
@@ -71,7 +72,7 @@ const DRIVER: Provider = {
 @Module({
   imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, JobIdentities, DRIVER],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, JobIdentities, DRIVER],
   exports: [ClusterService],
 })
 export class ClusterModule {

@@ -593,6 +593,34 @@ export class ClusterRepository {
     );
   }
 
+  /** The running executions on these nodes whose directories are below `dirPrefix`, with their profile's maxDiskMiB (see DiskReserve). */
+  runningIn(nodeIds: readonly string[], dirPrefix: string): Promise<{ id: string; executionDir: string; maxDiskMiB: number | null }[]> {
+    return this.dataSource.query(
+      `SELECT e.id, e.execution_dir AS "executionDir", (j.task->'limits'->>'maxDiskMiB')::bigint::float8 AS "maxDiskMiB"
+       FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
+       WHERE e.status = 'running' AND e.node_id = ANY($1) AND starts_with(e.execution_dir, $2)`,
+      [nodeIds, dirPrefix],
+    );
+  }
+
+  /**
+   * Ended executions whose directories are below `dirPrefix`, the longest ended first (by their
+   * last change, which is their end), after `after` in that order (see DiskReserve).
+   */
+  endedIn(
+    dirPrefix: string,
+    after: { modified: string; id: string } | undefined,
+    limit: number,
+  ): Promise<{ id: string; executionDir: string; modified: string }[]> {
+    // Times as text, to the microsecond: the next batch starts exactly after the last of this one.
+    return this.dataSource.query(
+      `SELECT id, execution_dir AS "executionDir", modified::text AS modified FROM job_executions
+       WHERE status IN ('completed', 'failed', 'lost') AND starts_with(execution_dir, $1) AND ($2::timestamptz IS NULL OR (modified, id) > ($2, $3::uuid))
+       ORDER BY modified, id LIMIT $4`,
+      [dirPrefix, after?.modified ?? null, after?.id ?? null, limit],
+    );
+  }
+
   /** The executions of a job that have not ended. */
   unfinishedOf(jobId: string): Promise<{ id: string; status: ExecutionStatus; driverRef: string | null; executionDir: string }[]> {
     return this.dataSource.query(

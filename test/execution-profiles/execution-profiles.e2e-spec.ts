@@ -369,6 +369,7 @@ describe('execution profiles', () => {
       ['a maxProcesses that is not a positive integer', { name: 'v-36', properties: { maxProcesses: 0 } }, ['/properties']],
       ['a maxMemoryMiB that is a string', { name: 'v-37', properties: { maxMemoryMiB: '512' } }, ['/properties']],
       ['a maxRunSeconds that is a fraction', { name: 'v-38', properties: { maxRunSeconds: 1.5 } }, ['/properties']],
+      ['a maxDiskMiB that is negative', { name: 'v-39', properties: { maxDiskMiB: -1 } }, ['/properties']],
       ['an unknown property', { name: 'v-34', owner: 'me' }, ['/owner']],
     ])('refuses %s with 400 naming the field', async (_case, payload, paths) => {
       const response = await post(payload);

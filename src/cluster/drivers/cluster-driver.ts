@@ -35,6 +35,8 @@ export interface ExecutionLimits {
   readonly maxProcesses?: number;
   readonly maxMemoryMiB?: number;
   readonly maxRunSeconds?: number;
+  /** What its working directory and logs may hold (the local driver's DiskReserve keeps it). */
+  readonly maxDiskMiB?: number;
 }
 
 export const LIMIT_NAMES = PROFILE_LIMITS satisfies readonly (keyof ExecutionLimits)[];

@@ -35,7 +35,7 @@ export function boundsOf(profile: ExecutionLimits, defaults: DefaultBounds): { l
   return { limits, defaulted };
 }
 
-const UNITS: Record<keyof ExecutionLimits, string> = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s' };
+const UNITS: Record<keyof ExecutionLimits, string> = { maxProcesses: ' processes', maxMemoryMiB: ' MiB', maxRunSeconds: ' s', maxDiskMiB: ' MiB' };
 const SETTINGS: Record<BoundedLimit, string> = { maxProcesses: 'HUB_JOB_DEFAULT_MAX_PROCESSES', maxMemoryMiB: 'HUB_JOB_DEFAULT_MAX_MEMORY_MIB' };
 
 /** What a limit's event says: the profile's limit, or the hub's default and the setting it comes from. */

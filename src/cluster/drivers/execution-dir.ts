@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
-import { lstat, rm, rmdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readdir, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { LOG_NAMES } from './cluster-driver.js';
 import { hubRunsAsRoot, PRIVILEGED_ENV, systemProgram } from './host-tools.js';
 
 const run = promisify(execFile);
@@ -54,5 +56,43 @@ export async function removeExecutionDir(executionDir: string): Promise<Error | 
     return undefined;
   } catch (error) {
     return error as Error;
+  }
+}
+
+/**
+ * Empties an execution's working directory, once nothing of it runs (an execution evicted for the
+ * disk, see DiskReserve): as its user when it is a job user's, as the prune does; else as the hub,
+ * which follows no link either (`rm` removes a link, not what it names).
+ */
+export async function emptyWorkDir(executionDir: string): Promise<void> {
+  const work = join(executionDir, 'work');
+  const owner = await ownerOf(work);
+  if (!owner?.directory) return;
+  if (owner.uid !== process.getuid?.() && hubRunsAsRoot()) return emptyAs(work, owner);
+  for (const entry of await readdir(work)) await rm(join(work, entry), { recursive: true, force: true });
+}
+
+/**
+ * Cuts each of an execution's logs (the hub's files) to its last `keepBytes`, in place: the tail
+ * is copied to the front and the rest truncated, so that it takes no block more on a full disk.
+ */
+export async function keepLogTails(executionDir: string, keepBytes: number): Promise<void> {
+  for (const name of LOG_NAMES) {
+    let file;
+    try {
+      file = await open(join(executionDir, 'logs', name), constants.O_RDWR | constants.O_NOFOLLOW);
+    } catch {
+      continue;
+    }
+    try {
+      const { size } = await file.stat();
+      if (size <= keepBytes) continue;
+      const tail = Buffer.alloc(keepBytes);
+      const { bytesRead } = await file.read(tail, 0, keepBytes, size - keepBytes);
+      await file.write(tail, 0, bytesRead, 0);
+      await file.truncate(bytesRead);
+    } finally {
+      await file.close();
+    }
   }
 }

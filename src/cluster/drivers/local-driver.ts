@@ -183,7 +183,7 @@ export class LocalDriver implements ClusterDriver {
   /** Directories of executions made traversable already. */
   private readonly madeParents = new Set<string>();
   /** When this hub heard each launch with limits end, until its end is read: a finer time than the exit-code file's (the kernel's clock tick). */
-  private readonly exitedAt = new Map<string, string>();
+  private readonly exitedAt = new Map<string, { readonly at: string; readonly code?: number }>();
   readonly preparesPerNode: number;
 
   constructor(
@@ -415,7 +415,7 @@ export class LocalDriver implements ClusterDriver {
       for (const listener of this.exitListeners) listener(executionId, ended);
       return;
     }
-    this.exitedAt.set(executionId, heardAt);
+    this.exitedAt.set(executionId, { at: heardAt, code: exitCode });
     for (const listener of this.exitListeners) listener(executionId);
     this.changed();
   }
@@ -558,8 +558,13 @@ export class LocalDriver implements ClusterDriver {
     if (await runs(pid, execution.executionDir)) {
       const limit = watched && this.exceeded(execution, watched);
       if (limit) {
-        // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile.
-        writeFileSync(join(execution.executionDir, ENDED_BY_FILE), limit);
+        // Noted first, so that its end is told as the limit's even if the hub restarts meanwhile; a
+        // full disk that refuses the note does not keep it from being ended.
+        try {
+          writeFileSync(join(execution.executionDir, ENDED_BY_FILE), limit);
+        } catch {
+          // Told as an ordinary end then.
+        }
         this.signal(pid, limit === 'maxRunSeconds' ? 'SIGTERM' : 'SIGKILL');
         // Only to the monitor, if it is still this execution's: its pid may be another process's by then.
         const escalate = async () => {
@@ -574,7 +579,9 @@ export class LocalDriver implements ClusterDriver {
     rmSync(this.taskFileOf(execution.executionId), { force: true });
     const written = await outcomeFromExitCode(execution.executionDir);
     const exitedAt = this.exitedAt.get(execution.executionId);
-    const ended = written && exitedAt ? { ...written, finishedAt: exitedAt } : written;
+    // The code as the launch told it, when its file could not be written (a full disk).
+    const ended =
+      written && exitedAt ? { ...written, finishedAt: exitedAt.at } : exitedAt?.code !== undefined ? endedWith(exitedAt.code, exitedAt.at) : written;
     // Nothing is kept of an execution that has ended.
     this.watched.delete(execution.executionId);
     this.monitors.delete(execution.executionId);

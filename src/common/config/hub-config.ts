@@ -58,6 +58,11 @@ export abstract class HubConfig {
   abstract readonly localPreparedLaunches?: number;
   /** Days a finished job, its executions, logs and files are kept. */
   abstract readonly jobRetentionDays: number;
+  /**
+   * MiB kept free on the filesystem of the executions' directories (local driver; see
+   * DiskReserve); absent: 10 % of that filesystem, at most 1,024 MiB; 0: no reserve.
+   */
+  abstract readonly minFreeDiskMiB?: number;
   /** The first uid the local driver allocates to a hub user without an ordinary account for their jobs. */
   abstract readonly jobUidBase: number;
   /** Active (pending and running) jobs one user may have; 0: no limit. */
@@ -274,6 +279,13 @@ class HubEnvironment {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
+  @Min(0)
+  @Max(1024 * 1024)
+  HUB_MIN_FREE_DISK_MIB?: number = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
   @Min(1000)
   @Max(2_000_000_000)
   HUB_JOB_UID_BASE = 200_000;
@@ -355,6 +367,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     localSlots: settings.HUB_LOCAL_SLOTS,
     localPreparedLaunches: settings.HUB_LOCAL_PREPARED_LAUNCHES,
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
+    minFreeDiskMiB: settings.HUB_MIN_FREE_DISK_MIB,
     jobUidBase: settings.HUB_JOB_UID_BASE,
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
     jobDefaultMaxProcesses: settings.HUB_JOB_DEFAULT_MAX_PROCESSES,

@@ -1,6 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError } from 'typeorm';
-import { createRootLogger } from './hub-logger.js';
+import { createRootLogger, logDestination } from './hub-logger.js';
 
 function captured(log: (logger: ReturnType<typeof createRootLogger>) => void): string {
   let output = '';
@@ -31,5 +35,46 @@ describe('root logger', () => {
     const output = captured((logger) => logger.error({ err: error }, 'Request failed'));
     expect(output).not.toContain('secret-hash');
     expect(output).toContain('INSERT INTO users');
+  });
+});
+
+describe('the log on a full disk', () => {
+  const asRoot = process.getuid?.() === 0 ? it : it.skip;
+
+  it('drops what a device refuses (ENOSPC) and the process lives on', async () => {
+    const fd = openSync('/dev/full', 'w');
+    try {
+      const logger = createRootLogger('info', logDestination(fd));
+      for (let i = 0; i < 1000; i++) logger.info({ i }, 'a line the disk refuses');
+      // An unhandled 'error' event of the stream would fail this file from the write's callback.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      logger.info('still here');
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  asRoot('holds the lines a full filesystem refuses, and writes them once there is room again', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hub-log-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]);
+    try {
+      const filler = join(dir, 'filler');
+      // As much as it takes: the write stops where the filesystem does.
+      try {
+        writeFileSync(filler, Buffer.alloc(2 * 1024 * 1024));
+      } catch (error) {
+        expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      }
+      const fd = openSync(join(dir, 'hub.log'), 'a');
+      const logger = createRootLogger('info', logDestination(fd));
+      expect(() => logger.info('refused')).not.toThrow();
+      rmSync(filler);
+      logger.info('written');
+      closeSync(fd);
+      expect(readFileSync(join(dir, 'hub.log'), 'utf8')).toMatch(/"msg":"refused".*\n.*"msg":"written"/s);
+    } finally {
+      execFileSync('umount', [dir]);
+      rmdirSync(dir);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { fstatSync } from 'node:fs';
 import type { LoggerService } from '@nestjs/common';
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config/hub-config.js';
@@ -12,8 +13,31 @@ function serializeError(error: Error): Record<string, unknown> {
   return serialized;
 }
 
+/** Log lines held while their file refuses them (a full disk), before newer ones are dropped. */
+const HELD_LOG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Where the hub writes its log (standard output), so that a full disk never ends the hub: a write
+ * that fails leaves its lines held (up to HELD_LOG_BYTES; newer ones are then dropped) and tried
+ * again with the next line, where pino's own stream would throw its 'error' event, unhandled. A
+ * regular file (the only kind a full disk refuses) is written synchronously: pino flushes an
+ * asynchronous stream at exit with a loop that retries a refused write forever. Pipes and
+ * terminals, which never answer ENOSPC, keep the asynchronous stream.
+ */
+export function logDestination(fd = 1): pino.DestinationStream {
+  let file = false;
+  try {
+    file = fstatSync(fd).isFile();
+  } catch {
+    // Closed: pino's stream reports it.
+  }
+  const stream = pino.destination({ dest: fd, sync: file, maxLength: HELD_LOG_BYTES });
+  stream.on('error', () => undefined);
+  return stream;
+}
+
 /** The process's root logger: JSON lines with ISO timestamps and textual levels, secrets redacted. */
-export function createRootLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
+export function createRootLogger(level: LogLevel, destination: pino.DestinationStream = logDestination()): Logger {
   return pino(
     {
       level,

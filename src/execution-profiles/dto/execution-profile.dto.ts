@@ -14,7 +14,7 @@ export const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const MAX_CONSTRAINTS = 64;
 
 /** The `properties` that limit each execution a profile runs (api-map §9): positive integers when present. */
-export const PROFILE_LIMITS = ['maxProcesses', 'maxMemoryMiB', 'maxRunSeconds'] as const;
+export const PROFILE_LIMITS = ['maxProcesses', 'maxMemoryMiB', 'maxRunSeconds', 'maxDiskMiB'] as const;
 
 /** `properties` whose limits, when present, are positive integers. */
 function HasValidLimits(): PropertyDecorator {
@@ -96,7 +96,7 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
     type: 'object',
     additionalProperties: true,
     example: { intermediateFilesDir: '/scratch' },
-    description: `Free-form settings, up to 64 KiB of JSON. ${PROFILE_LIMITS.join(', ')}, when present, limit each execution (positive integers; docs/security.md)`,
+    description: `Free-form settings, up to 64 KiB of JSON. ${PROFILE_LIMITS.join(', ')}, when present, limit each execution (positive integers; docs/security.md); maxDiskMiB bounds what its working directory and logs hold on the local driver (docs/cluster.md)`,
   })
   @Nullable()
   @IsObject({ message: 'properties must be an object' })
