@@ -501,7 +501,14 @@ export class LocalDriver implements ClusterDriver {
     const identity = launch.identity;
     if (identity && unshare && setpriv) {
       if (unshareSetsIdentity && !identity.account) return [unshare, ...namespace, '--setuid', String(identity.uid), '--setgid', String(identity.gid), '--'];
-      const groups = identity.account ? '--init-groups' : '--clear-groups';
+      // The groups judged at submission (api-map §1); a task stored before they were kept takes the account's.
+      const groups = identity.groups
+        ? identity.groups.length > 0
+          ? `--groups=${identity.groups.join(',')}`
+          : '--clear-groups'
+        : identity.account
+          ? '--init-groups'
+          : '--clear-groups';
       return [unshare, ...namespace, '--', setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
     }
     if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, '--'];

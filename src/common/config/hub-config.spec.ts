@@ -41,6 +41,7 @@ const DEFAULTS: HubConfig = {
   loginFailureLimit: 5,
   loginLockoutSeconds: 900,
   loginMaxFailuresPerAddress: 100,
+  loginFamiliarDays: 30,
   trustedProxies: [],
   invitationTtlSeconds: 604800,
   auditRetentionDays: 30,
@@ -50,6 +51,7 @@ const DEFAULTS: HubConfig = {
   localSlots: undefined,
   jobRetentionDays: 7,
   jobUidBase: 200000,
+  jobForbiddenGroups: ['root', 'sudo', 'wheel', 'adm', 'disk', 'docker', 'lxd', 'libvirt', 'kvm', 'shadow'],
   maxActiveJobsPerUser: 100,
   logLevel: 'info',
 };
@@ -70,6 +72,7 @@ const ALL_SETTINGS = [
   'HUB_LOGIN_FAILURE_LIMIT',
   'HUB_LOGIN_LOCKOUT',
   'HUB_LOGIN_MAX_FAILURES_PER_ADDRESS',
+  'HUB_LOGIN_FAMILIAR_DAYS',
   'HUB_TRUSTED_PROXIES',
   'HUB_INVITATION_TTL',
   'HUB_AUDIT_RETENTION_DAYS',
@@ -80,6 +83,7 @@ const ALL_SETTINGS = [
   'HUB_LOCAL_PREPARED_LAUNCHES',
   'HUB_JOB_RETENTION_DAYS',
   'HUB_JOB_UID_BASE',
+  'HUB_JOB_FORBIDDEN_GROUPS',
   'HUB_MAX_ACTIVE_JOBS_PER_USER',
   'HUB_LOG_LEVEL',
 ];
@@ -139,6 +143,7 @@ describe('loadHubConfig', () => {
         HUB_LOGIN_FAILURE_LIMIT: '3',
         HUB_LOGIN_LOCKOUT: '600',
         HUB_LOGIN_MAX_FAILURES_PER_ADDRESS: '20',
+        HUB_LOGIN_FAMILIAR_DAYS: '7',
         HUB_TRUSTED_PROXIES: '10.0.0.1, 192.168.0.0/16,::1',
         HUB_INVITATION_TTL: '86400',
         HUB_AUDIT_RETENTION_DAYS: '90',
@@ -150,6 +155,7 @@ describe('loadHubConfig', () => {
         HUB_LOCAL_SLOTS: '4',
         HUB_JOB_RETENTION_DAYS: '14',
         HUB_JOB_UID_BASE: '500000',
+        HUB_JOB_FORBIDDEN_GROUPS: 'wheel, docker,Admins',
         HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
@@ -167,6 +173,7 @@ describe('loadHubConfig', () => {
         loginFailureLimit: 3,
         loginLockoutSeconds: 600,
         loginMaxFailuresPerAddress: 20,
+        loginFamiliarDays: 7,
         trustedProxies: [{ address: '10.0.0.1' }, { address: '192.168.0.0', prefix: 16 }, { address: '::1' }],
         invitationTtlSeconds: 86400,
         auditRetentionDays: 90,
@@ -177,6 +184,7 @@ describe('loadHubConfig', () => {
         localSlots: 4,
         jobRetentionDays: 14,
         jobUidBase: 500000,
+        jobForbiddenGroups: ['wheel', 'docker', 'Admins'],
         maxActiveJobsPerUser: 0,
         logLevel: 'debug',
       });
@@ -235,6 +243,9 @@ describe('loadHubConfig', () => {
       ['HUB_TRUSTED_PROXIES', '10.0.0.1,'],
       ['HUB_TRUSTED_PROXIES', '::1/129'],
       ['HUB_LOGIN_MAX_FAILURES_PER_ADDRESS', '-1'],
+      ['HUB_LOGIN_FAMILIAR_DAYS', '0'],
+      ['HUB_JOB_FORBIDDEN_GROUPS', 'docker,,disk'],
+      ['HUB_JOB_FORBIDDEN_GROUPS', 'docker;rm -rf'],
       // Below 1000: the uids of system accounts.
       ['HUB_JOB_UID_BASE', '999'],
       ['HUB_MAX_ACTIVE_JOBS_PER_USER', '-1'],
