@@ -49,7 +49,9 @@ describe('familiar addresses: no one can lock anyone out', () => {
   beforeAll(async () => {
     hub = await startTestHub({ logs });
   });
-  afterEach(() => jest.restoreAllMocks());
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
   afterAll(() => hub?.close());
 
   it('keeps a user logging in from 127.0.0.2 while 127.0.0.1 tries to lock them out, HTTP Basic included', async () => {

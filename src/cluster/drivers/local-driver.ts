@@ -19,7 +19,7 @@ import { endedWith, EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
 import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
-import { makeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
+import { makeRuntimeDir, removeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
 
 /**
  * The launch's first process, a fork of the launcher (as root, when the hub is; its fixed
@@ -231,7 +231,7 @@ export class LocalDriver implements ClusterDriver {
       !options.root &&
       unshare !== undefined &&
       succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
-    this.runtime = makeRuntimeDir(options.root);
+    this.runtime = makeRuntimeDir(options.root, logger);
     this.launcher = new Launcher(
       this.programs,
       { monitor: MONITOR, taskInit: TASK_INIT, tasks: this.runtime.tasks, gates: this.runtime.gates },
@@ -443,7 +443,7 @@ export class LocalDriver implements ClusterDriver {
   close(): Promise<void> {
     for (const gate of this.gates.values()) shut(gate);
     this.gates.clear();
-    rmSync(this.runtime.path, { recursive: true, force: true });
+    removeRuntimeDir(this.runtime);
     this.launcher.close();
     return Promise.resolve();
   }

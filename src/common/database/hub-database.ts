@@ -6,6 +6,7 @@ import { MIGRATIONS } from '../../../migrations/index.js';
 import type { HubConfig } from '../config/hub-config.js';
 import { StartupError } from '../errors/startup-error.js';
 import { ChangeFeed } from './change-feed.js';
+import { warnIfPasswordless } from './passwordless-access.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own entity list type
@@ -95,6 +96,7 @@ export class HubDatabase implements OnApplicationShutdown {
       { dataDir: config.dataDir, database, sharedDir: config.sharedDir },
       `Data: settings and secrets in ${config.dataDir}, the database in ${database}, executions' directories in ${config.sharedDir}`,
     );
+    await warnIfPasswordless(url, logger);
     return new HubDatabase(dataSource, changes, embedded, logger);
   }
 
