@@ -38,9 +38,8 @@ export async function warnIfPasswordless(url: string, logger: Logger): Promise<s
   const user = decodeURIComponent(parsed.username || 'postgres');
   const database = decodeURIComponent(parsed.pathname.slice(1)) || user;
   const places = [host, ...(isLoopback(host) ? SOCKET_DIRECTORIES.filter((directory) => existsSync(join(directory, `.s.PGSQL.${port}`))) : [])];
-  const open: string[] = [];
-  for (const place of places)
-    if (await acceptsWithoutPassword(place, port, user, database)) open.push(place.startsWith('/') ? `the socket in ${place}` : `${place}:${port}`);
+  const accepted = await Promise.all(places.map((place) => acceptsWithoutPassword(place, port, user, database)));
+  const open = places.filter((_, index) => accepted[index]).map((place) => (place.startsWith('/') ? `the socket in ${place}` : `${place}:${port}`));
   if (open.length > 0)
     logger.warn(
       { places: open },
