@@ -13,7 +13,7 @@ import { BootstrapAdministrator } from './bootstrap-administrator.js';
 import { CallerCache } from './caller-cache.js';
 import { GroupGroupMember, GroupUserMember } from './entities/group-member.entity.js';
 import { Group } from './entities/group.entity.js';
-import { LoginAddressFailure, LoginFailure } from './entities/login-failure.entity.js';
+import { LoginAddressFailure, LoginFailure, LoginFamiliarAddress } from './entities/login-failure.entity.js';
 import { UserInvitation } from './entities/user-invitation.entity.js';
 import { User } from './entities/user.entity.js';
 import { GroupsController } from './groups.controller.js';
@@ -39,7 +39,7 @@ function jwtKey(config: HubConfig): KeyObject {
 
 @Module({
   imports: [
-    DatabaseModule.forFeature([User, Group, GroupUserMember, GroupGroupMember, UserInvitation, LoginFailure, LoginAddressFailure]),
+    DatabaseModule.forFeature([User, Group, GroupUserMember, GroupGroupMember, UserInvitation, LoginFailure, LoginAddressFailure, LoginFamiliarAddress]),
     JwtModule.registerAsync({
       inject: [HubConfig],
       useFactory: (config: HubConfig) => ({

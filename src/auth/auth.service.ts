@@ -1,12 +1,14 @@
 import type { BlockList } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
+import type { Logger } from 'pino';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { InvalidInputError, NotFoundError, UnauthorizedError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { clientAddress, trustedProxies, type RequestOrigin } from '../common/http/client-address.js';
 import { message, type MessageDto } from '../common/http/message.dto.js';
+import { HubLogger } from '../common/logging/hub-logger.js';
 import { CallerCache, type AuthenticatedUser } from './caller-cache.js';
 import type { AccountRequestDto, ClaimsDto, PasswordChangeDto } from './dto/account.dto.js';
 import type { LoginRequestDto, LoginResponseDto } from './dto/login.dto.js';
@@ -46,6 +48,9 @@ function canLogIn(user: User): boolean {
 @Injectable()
 export class AuthService {
   private readonly proxies: BlockList;
+  private readonly logger: Logger;
+  /** Whether the warning about an X-Forwarded-For the hub does not trust was logged (once per process). */
+  private warnedOfUntrustedProxy = false;
 
   constructor(
     private readonly users: UsersRepository,
@@ -57,8 +62,10 @@ export class AuthService {
     private readonly jwt: JwtService,
     private readonly config: HubConfig,
     private readonly clock: Clock,
+    logger: HubLogger,
   ) {
     this.proxies = trustedProxies(config.trustedProxies);
+    this.logger = logger.for('auth');
   }
 
   async login(request: LoginRequestDto, origin: RequestOrigin): Promise<LoginResponseDto> {
@@ -173,7 +180,16 @@ export class AuthService {
   }
 
   private addressOf(origin: RequestOrigin): string {
-    return clientAddress(origin, this.proxies);
+    const address = clientAddress(origin, this.proxies);
+    // A proxy the hub does not trust makes every client behind it one address: their failures add
+    // up, and none of them is ever familiar on its own (docs/identity.md).
+    if (origin.forwardedFor && address === origin.peer && !this.warnedOfUntrustedProxy) {
+      this.warnedOfUntrustedProxy = true;
+      this.logger.warn(
+        `A login came from ${origin.peer} with an X-Forwarded-For header, and HUB_TRUSTED_PROXIES does not list ${origin.peer}: the hub takes ${origin.peer} as the client's address, so login limits and familiar addresses count every client behind it as one. If the hub is behind a proxy at ${origin.peer}, add it to HUB_TRUSTED_PROXIES (logged once)`,
+      );
+    }
+    return address;
   }
 
   /** Checks a user name and password, throttled per name and per client address; unknown names and wrong passwords look alike. */

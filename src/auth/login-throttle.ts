@@ -4,27 +4,38 @@ import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
+import { addressNetwork } from '../common/http/client-address.js';
 
 /** How often rows of names that are neither locked nor recently failed are deleted. */
 const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+/** How often a familiar address's last success is written again: HTTP Basic checks a password per request, and must not write per request. */
+const FAMILIAR_REFRESH_MS = 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
 
-/** Where failures are counted: one row per user name (lower case), or per client address. */
+/** Where failures are counted: one row per user name (lower case) and address kind, or per client address. */
 interface FailureTable {
   readonly table: 'login_failures' | 'login_address_failures';
-  readonly column: string;
-  /** The SQL of the stored key, from the key given as `$1`. */
-  readonly value: string;
+  readonly columns: readonly string[];
+  /** The SQL of each stored key column, from the keys given as `$1`, `$2`. */
+  readonly values: readonly string[];
 }
 
-const BY_NAME: FailureTable = { table: 'login_failures', column: 'name_key', value: 'lower($1)' };
-const BY_ADDRESS: FailureTable = { table: 'login_address_failures', column: 'address', value: '$1' };
+/** A name's counts: `network` '' for every address unfamiliar to the user, else the familiar address's. */
+const BY_NAME: FailureTable = { table: 'login_failures', columns: ['name_key', 'network'], values: ['lower($1)', '$2'] };
+const BY_ADDRESS: FailureTable = { table: 'login_address_failures', columns: ['address'], values: ['$1'] };
 
-const matching = (where: FailureTable) => `${where.column} = ${where.value}`;
+const matching = (where: FailureTable) => where.columns.map((column, index) => `${column} = ${where.values[index]}`).join(' AND ');
+/** The unfamiliar addresses' count of a name. */
+const UNFAMILIAR = '';
 
 /**
  * Throttles password checks (login, HTTP Basic, password change) per user name and per client
- * address. After HUB_LOGIN_FAILURE_LIMIT failures for a name within HUB_LOGIN_LOCKOUT seconds,
- * the name is locked for HUB_LOGIN_LOCKOUT seconds, correct password or not; after
+ * address, as smart lockout does (api-map §1, docs/identity.md). An address (IPv4, or IPv6 /64)
+ * from which the user logged in within HUB_LOGIN_FAMILIAR_DAYS is familiar: each familiar address
+ * has a count of its own, and every other address shares one. After HUB_LOGIN_FAILURE_LIMIT
+ * failures in one count within HUB_LOGIN_LOCKOUT seconds, the name is locked for
+ * HUB_LOGIN_LOCKOUT seconds where that count applies, correct password or not: failures from
+ * elsewhere never lock a user out of the addresses they use. After
  * HUB_LOGIN_MAX_FAILURES_PER_ADDRESS failures from one address within that window, whatever names
  * they tried, the address is refused until the window no longer holds that many (so that spraying
  * many names, each check paying for a password hash, cannot starve the hub). A refused check
@@ -34,8 +45,9 @@ const matching = (where: FailureTable) => `${where.column} = ${where.value}`;
  *
  * Within a process, checks of one name run one after another, so that guesses sent in parallel
  * cannot all be checked before the first failures are recorded; across replicas, at most one
- * check per replica runs past the limit. A success clears its name's failures, not its address's:
- * one valid account must not let an address spray the others.
+ * check per replica runs past the limit. A success clears its own count only — never the lock at
+ * unfamiliar addresses, nor its address's failures: one valid account must not let an address
+ * spray the others.
  */
 @Injectable()
 export class LoginThrottle {
@@ -51,7 +63,8 @@ export class LoginThrottle {
   /**
    * Runs `check` (a password check: its result, or null for a failure) for `userName` from
    * `address` unless either is refused (429 with `Retry-After`), and records the outcome: a
-   * failure counts towards both limits, a success clears the name's count.
+   * failure counts towards both limits, a success clears the name's count where it counted and
+   * makes (or keeps) its address familiar.
    */
   async throttled<T>(userName: string, address: string, check: () => Promise<T | null>): Promise<T | null> {
     const key = userName.toLowerCase();
@@ -62,21 +75,27 @@ export class LoginThrottle {
     await previous;
     try {
       const limitsAddress = this.config.loginMaxFailuresPerAddress > 0;
-      if (limitsAddress) await this.refuseIfLocked(BY_ADDRESS, address, 'Too many failed logins from this address; try again later');
-      const hadFailures = await this.refuseIfLocked(BY_NAME, userName, 'Too many failed logins for this user name; try again later');
+      if (limitsAddress) await this.refuseIfLocked(BY_ADDRESS, [address], 'Too many failed logins from this address; try again later');
+      const network = addressNetwork(address);
+      const lastSuccess = await this.familiarSince(userName, network);
+      const count = [userName, lastSuccess ? network : UNFAMILIAR];
+      const hadFailures = await this.refuseIfLocked(BY_NAME, count, 'Too many failed logins for this user name; try again later');
       const result = await check();
       if (result === null) {
-        await this.recordFailure(BY_NAME, userName, (failures, now) =>
+        await this.recordFailure(BY_NAME, count, (failures, now) =>
           failures.length >= this.config.loginFailureLimit ? now + this.config.loginLockoutSeconds * 1000 : null,
         );
         if (limitsAddress) {
           const limit = this.config.loginMaxFailuresPerAddress;
           // Refused until the oldest failure that makes up the limit leaves the window.
-          await this.recordFailure(BY_ADDRESS, address, (failures) =>
+          await this.recordFailure(BY_ADDRESS, [address], (failures) =>
             failures.length >= limit ? failures[failures.length - limit] + this.config.loginLockoutSeconds * 1000 : null,
           );
         }
-      } else if (hadFailures) await this.unlock(userName);
+        return result;
+      }
+      if (hadFailures) await this.dataSource.query(`DELETE FROM ${BY_NAME.table} WHERE ${matching(BY_NAME)}`, count);
+      if (!lastSuccess || this.clock.now().getTime() - lastSuccess.getTime() >= FAMILIAR_REFRESH_MS) await this.remember(userName, network);
       return result;
     } finally {
       done();
@@ -84,14 +103,34 @@ export class LoginThrottle {
     }
   }
 
-  /** Clears a user name's failures and lock (an administrator's unlock, or a success). */
+  /** Clears a user name's failures and locks, at every address (an administrator's unlock). */
   async unlock(userName: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM ${BY_NAME.table} WHERE ${matching(BY_NAME)}`, [userName]);
+    await this.dataSource.query(`DELETE FROM ${BY_NAME.table} WHERE name_key = lower($1)`, [userName]);
+  }
+
+  /** When the user of that name last logged in from `network`, if within HUB_LOGIN_FAMILIAR_DAYS (so it is familiar). */
+  private async familiarSince(userName: string, network: string): Promise<Date | undefined> {
+    const since = new Date(this.clock.now().getTime() - this.config.loginFamiliarDays * DAY_MS);
+    const rows: { last_success: Date }[] = await this.dataSource.query(
+      `SELECT familiar.last_success FROM login_familiar_addresses familiar JOIN users ON users.id = familiar.user_id
+       WHERE lower(users.user_name) = lower($1) AND familiar.network = $2 AND familiar.last_success > $3`,
+      [userName, network, since],
+    );
+    return rows[0]?.last_success;
+  }
+
+  /** Records a success of the user of that name from `network`: familiar from now on, for HUB_LOGIN_FAMILIAR_DAYS. */
+  private async remember(userName: string, network: string): Promise<void> {
+    await this.dataSource.query(
+      `INSERT INTO login_familiar_addresses (user_id, network, last_success) SELECT id, $2, $3 FROM users WHERE lower(user_name) = lower($1)
+       ON CONFLICT (user_id, network) DO UPDATE SET last_success = greatest(login_familiar_addresses.last_success, excluded.last_success)`,
+      [userName, network, this.clock.now()],
+    );
   }
 
   /** Refuses while the name or address is locked; tells whether failures are on record. */
-  private async refuseIfLocked(where: FailureTable, key: string, refusal: string): Promise<boolean> {
-    const rows: { locked_until: Date | null }[] = await this.dataSource.query(`SELECT locked_until FROM ${where.table} WHERE ${matching(where)}`, [key]);
+  private async refuseIfLocked(where: FailureTable, key: readonly string[], refusal: string): Promise<boolean> {
+    const rows: { locked_until: Date | null }[] = await this.dataSource.query(`SELECT locked_until FROM ${where.table} WHERE ${matching(where)}`, [...key]);
     const lockedUntil = rows[0]?.locked_until;
     const now = this.clock.now().getTime();
     if (lockedUntil && lockedUntil.getTime() > now) throw new TooManyRequestsError(refusal, (lockedUntil.getTime() - now) / 1000);
@@ -99,19 +138,24 @@ export class LoginThrottle {
   }
 
   /** Records a failure; `lockUntil` tells from the failures in the window (oldest first, this one last) until when it locks, if it does. */
-  private async recordFailure(where: FailureTable, key: string, lockUntil: (failures: number[], now: number) => number | null): Promise<void> {
+  private async recordFailure(where: FailureTable, key: readonly string[], lockUntil: (failures: number[], now: number) => number | null): Promise<void> {
     const now = this.clock.now();
     const windowStart = now.getTime() - this.config.loginLockoutSeconds * 1000;
+    const params = [...key];
     await this.dataSource.transaction(async (manager) => {
-      await manager.query(`INSERT INTO ${where.table} (${where.column}, failed_at) VALUES (${where.value}, '{}') ON CONFLICT DO NOTHING`, [key]);
-      const [row]: { failed_at: Date[] }[] = await manager.query(`SELECT failed_at FROM ${where.table} WHERE ${matching(where)} FOR UPDATE`, [key]);
+      await manager.query(
+        `INSERT INTO ${where.table} (${where.columns.join(', ')}, failed_at) VALUES (${where.values.join(', ')}, '{}') ON CONFLICT DO NOTHING`,
+        params,
+      );
+      const [row]: { failed_at: Date[] }[] = await manager.query(`SELECT failed_at FROM ${where.table} WHERE ${matching(where)} FOR UPDATE`, params);
       const failures = [...row.failed_at.filter((time) => time.getTime() > windowStart), now];
       const until = lockUntil(
         failures.map((time) => time.getTime()),
         now.getTime(),
       );
-      await manager.query(`UPDATE ${where.table} SET failed_at = $2, locked_until = $3 WHERE ${matching(where)}`, [
-        key,
+      const n = params.length;
+      await manager.query(`UPDATE ${where.table} SET failed_at = $${n + 1}, locked_until = $${n + 2} WHERE ${matching(where)}`, [
+        ...params,
         failures,
         until === null ? null : new Date(until),
       ]);
@@ -132,6 +176,9 @@ export class LoginThrottle {
       );
       pruned += count;
     }
-    return pruned;
+    const [, forgotten]: [unknown, number] = await this.dataSource.query('DELETE FROM login_familiar_addresses WHERE last_success <= $1', [
+      new Date(now.getTime() - this.config.loginFamiliarDays * DAY_MS),
+    ]);
+    return pruned + forgotten;
   }
 }

@@ -121,6 +121,7 @@ export class UsersService {
     if (expiryProblem) errors.push({ path: '/invitationExpiry', message: expiryProblem });
     if (errors.length > 0) throw invalidBody(errors);
     if (input.externalId) await this.roleGuard.requireAdministrator(caller, `set the externalId of a user (it links an external identity to the account)`);
+    if (input.unixUserName) await this.roleGuard.requireAdministrator(caller, `set the unixUserName of a user (jobs run as that host account)`);
     const changes = await this.changesFrom(input);
     if (!pending) return versioned(await this.users.insert(changes));
     const token = newInvitationToken();
@@ -245,12 +246,15 @@ export class UsersService {
   /**
    * Who a user is — their password, `active`, `externalId`, `unixUserName` — is the key to every
    * role they hold: changing it for another user needs Use on each of those roles, as binding them
-   * does; `externalId` links an external identity and is an administrator's to set; and the
+   * does; `externalId` (an external identity) and `unixUserName` (the host account jobs run as)
+   * are an administrator's alone, the caller's own record included (api-map §1); and the
    * bootstrap administrator's password is theirs alone.
    */
   private async refuseEscalation(caller: Caller, current: User, changed: readonly string[]): Promise<void> {
     if (changed.length === 0) return;
     if (changed.includes('externalId')) await this.roleGuard.requireAdministrator(caller, `set the externalId of user '${current.userName}'`);
+    if (changed.includes('unixUserName'))
+      await this.roleGuard.requireAdministrator(caller, `set the unixUserName of user '${current.userName}' (jobs run as that host account)`);
     if (current.id === caller.userId) return;
     if (current.system && changed.includes('password'))
       throw new ForbiddenError(`The password of '${current.userName}', the bootstrap administrator, is changed only by themself`);

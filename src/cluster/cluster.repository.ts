@@ -319,7 +319,7 @@ export class ClusterRepository {
    */
   async insertJob(
     job: NewJob,
-    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string },
+    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string; events?: readonly TaskEvent[] },
     maxActive: number,
     notice: string,
   ): Promise<ClusterJob> {
@@ -333,7 +333,7 @@ export class ClusterRepository {
       lastRestart: null,
       startedAt: null,
       finishedAt: null,
-      events: [taskEvent('Received', 'Task received by the hub')],
+      events: [taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])],
     };
     const inserted = await runNamed(this.dataSource, INSERT_JOB, [
       jobId,

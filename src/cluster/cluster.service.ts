@@ -183,7 +183,7 @@ export class ClusterService {
         : [],
     );
     if (overriding.length > 0) throw invalidBody(overriding);
-    const identity = await this.identities.of(owner);
+    const { identity, event: identityEvent } = await this.identities.of(owner);
     const job = await this.cluster.insertJob(
       {
         name: workload.name,
@@ -211,7 +211,12 @@ export class ClusterService {
           ownerId: owner.id,
         },
       },
-      { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId) },
+      {
+        reservedCpu: 1,
+        reservedMemory: 0,
+        executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
+        ...(identityEvent && { events: [identityEvent] }),
+      },
       this.config.maxActiveJobsPerUser,
       this.scheduler.queueNotice(),
     );

@@ -9,8 +9,11 @@ import { HubConfig } from '../common/config/hub-config.js';
 import { ForbiddenError, InvalidInputError } from '../common/errors/hub-errors.js';
 import { ADMINISTRATOR_ROLE } from '../rbac/built-in-roles.js';
 import { AccessEvaluator } from '../rbac/access-evaluator.js';
+import { taskEvent } from './cluster.repository.js';
 import type { JobIdentity } from './drivers/cluster-driver.js';
 import { hubRunsAsRoot, PRIVILEGED_ENV, systemProgram } from './drivers/host-tools.js';
+import type { TaskEvent } from './entities/job-execution.entity.js';
+import { HostAccounts, type HostAccount } from './host-accounts.js';
 
 const run = promisify(execFile);
 
@@ -22,40 +25,40 @@ export const NOT_ROOT =
 const SERVICE_ACCOUNTS = new Set(['root', 'nobody', 'hub-jobs', 'hub-postgres', 'postgres', 'slurm', 'munge']);
 const FIRST_ORDINARY_UID = 1000;
 const NOBODY_UID = 65534;
-/** How long an account looked up by name is trusted (accounts rarely change; a submit should not wait for a lookup). */
-const ACCOUNT_TTL_MS = 60_000;
 /** Allocated uids that turned out to be taken (by an account, or a race) before one is found. */
 const ALLOCATION_ATTEMPTS = 20;
 
-interface Account {
-  readonly name: string;
-  readonly uid: number;
-  readonly gid: number;
-}
-
-/** The account `key` (a name or a uid) names on this host, through NSS (so LDAP and the like count); undefined when none. */
-async function lookUp(key: string): Promise<Account | undefined> {
+/** Whether an account holds `uid` on this host, through NSS (so LDAP and the like count). */
+async function uidTaken(uid: number): Promise<boolean> {
   const getent = systemProgram('getent');
-  if (!getent) return undefined;
+  if (!getent) return false;
   try {
-    const { stdout } = await run(getent, ['passwd', key], { env: PRIVILEGED_ENV, timeout: 10_000 });
-    const [name, , uid, gid] = stdout.split('\n')[0].split(':');
-    return { name, uid: Number(uid), gid: Number(gid) };
+    await run(getent, ['passwd', String(uid)], { env: PRIVILEGED_ENV, timeout: 10_000 });
+    return true;
   } catch {
-    return undefined;
+    return false;
   }
 }
 
+/** Who an owner's job runs as, and, when their unixUserName is not used, the event that says why. */
+export interface ResolvedIdentity {
+  /** null: as the hub's own user (a local hub that is not root), which only administrators may ask for. */
+  readonly identity: JobIdentity | null;
+  readonly event?: TaskEvent;
+}
+
 /**
- * Who each hub user's jobs run as (api-map §9, docs/security.md): the account their
- * `unixUserName` names when it is an ordinary one (uid ≥ 1000, not a service account), otherwise
+ * Who each hub user's jobs run as (api-map §1 and §9, docs/security.md): the account their
+ * `unixUserName` names when it is an ordinary one (uid ≥ 1000, not a service account, primary
+ * group not 0, in no group of `HUB_JOB_FORBIDDEN_GROUPS`, its uid no other account's), otherwise
  * (local driver only) a uid of their own from `HUB_JOB_UID_BASE` up, allocated once and kept, so
- * that no two hub users ever share one. Without root the local driver runs jobs as the hub
- * itself, and only administrators may submit.
+ * that no two hub users ever share one, with an event that says why. Judged at each submission
+ * (host accounts change), and the job runs with exactly the uid, gid and groups judged then.
+ * Without root the local driver runs jobs as the hub itself, and only administrators may submit.
  */
 @Injectable()
 export class JobIdentities {
-  private readonly accounts = new Map<string, { account: Account | undefined; at: number }>();
+  private readonly hostAccounts: HostAccounts;
   private readonly allocated = new Map<string, number>();
   private readonly root = hubRunsAsRoot();
   private readonly hubUid = process.getuid?.() ?? -1;
@@ -67,30 +70,43 @@ export class JobIdentities {
     private readonly users: UsersService,
     private readonly groups: GroupsService,
     private readonly evaluator: AccessEvaluator,
-  ) {}
+  ) {
+    this.hostAccounts = new HostAccounts(config.jobForbiddenGroups);
+  }
 
-  /** The identity an owner's jobs run as; null: as the hub's own user (a local hub that is not root), which only administrators may ask for. */
-  async of(owner: { readonly id: string; readonly name: string }): Promise<JobIdentity | null> {
+  /** The identity an owner's job runs as now. */
+  async of(owner: { readonly id: string; readonly name: string }): Promise<ResolvedIdentity> {
     const slurm = this.config.clusterDriver === 'slurm';
     if (!slurm && !this.root) {
       if (!(await this.isAdministrator(owner.id)))
         throw new ForbiddenError(
           `Only holders of ${ADMINISTRATOR_ROLE} may submit work to this hub: it does not run as root, so its jobs would run as the hub's own user. Ask an administrator to run the hub as root, which runs each user's jobs under their own unix identity.`,
         );
-      return null;
+      return { identity: null };
     }
     const unixUserName = await this.users.unixUserNameOf(owner.id);
-    const account = unixUserName ? await this.ordinaryAccount(unixUserName) : undefined;
-    if (account && !(await this.allocatedToAnother(account.uid, owner.id))) return { uid: account.uid, gid: account.gid, account: account.name };
+    if (!unixUserName) {
+      if (slurm)
+        throw InvalidInputError.at(
+          'unixUserName',
+          `User '${owner.name}' has no unixUserName: Slurm runs jobs only under their user's account, so an administrator must set it to the user's account on the cluster`,
+        );
+      const uid = await this.allocate(owner.id);
+      return { identity: { uid, gid: uid } };
+    }
+    const judged = await this.judge(unixUserName, owner.id);
+    if ('account' in judged) {
+      const { account } = judged;
+      return { identity: { uid: account.uid, gid: account.gid, account: account.name, groups: account.groups } };
+    }
     if (slurm)
       throw InvalidInputError.at(
         'unixUserName',
-        unixUserName
-          ? `The unixUserName of user '${owner.name}' ('${unixUserName}') is not an ordinary account this cluster knows (uid ${FIRST_ORDINARY_UID} or more, not a service account): Slurm runs jobs only under their user's account`
-          : `User '${owner.name}' has no unixUserName: Slurm runs jobs only under their user's account, so set it to the user's account on the cluster`,
+        `The unixUserName of user '${owner.name}' ('${unixUserName}') is not an ordinary account of this cluster: ${judged.reason}. Slurm runs jobs only under their user's own account`,
       );
     const uid = await this.allocate(owner.id);
-    return { uid, gid: uid };
+    const message = `Runs as uid ${uid}, allocated to user '${owner.name}', not as the account '${unixUserName}' of their unixUserName: ${judged.reason}`;
+    return { identity: { uid, gid: uid }, event: taskEvent('Identity', message, { uid: String(uid), unixUserName, reason: judged.reason }) };
   }
 
   private async isAdministrator(userId: string): Promise<boolean> {
@@ -98,17 +114,22 @@ export class JobIdentities {
     return permissions.bound.some((entry) => entry.roleName === ADMINISTRATOR_ROLE && entry.namespaceId === null);
   }
 
-  /** The account named `name` when jobs may run as it. */
-  private async ordinaryAccount(name: string): Promise<Account | undefined> {
-    const cached = this.accounts.get(name);
-    let account = cached && Date.now() - cached.at < ACCOUNT_TTL_MS ? cached.account : undefined;
-    if (!cached || account === undefined) {
-      account = await lookUp(name);
-      this.accounts.set(name, { account, at: Date.now() });
-    }
-    if (!account || account.uid < FIRST_ORDINARY_UID || account.uid === NOBODY_UID || account.uid === this.hubUid) return undefined;
-    if (SERVICE_ACCOUNTS.has(account.name) || account.name === this.hubUser) return undefined;
-    return account;
+  /** The account named `name` when `userId`'s jobs may run as it, else why not. */
+  private async judge(name: string, userId: string): Promise<{ account: HostAccount } | { reason: string }> {
+    const account = await this.hostAccounts.account(name);
+    if (!account) return { reason: 'the host has no such account' };
+    if (account.uid === 0 || SERVICE_ACCOUNTS.has(account.name)) return { reason: `it is a service account (uid ${account.uid})` };
+    if (account.uid === this.hubUid || account.name === this.hubUser) return { reason: "it is the hub's own account" };
+    if (account.uid < FIRST_ORDINARY_UID || account.uid === NOBODY_UID)
+      return { reason: `its uid ${account.uid} is a system account's (below ${FIRST_ORDINARY_UID}, or nobody)` };
+    if (account.gid === 0) return { reason: 'its primary group is 0 (root)' };
+    const forbidden = await this.hostAccounts.forbiddenGroupsOf(account);
+    if (forbidden.length > 0) return { reason: `it is in the group ${forbidden.map((group) => `'${group}'`).join(', ')} (HUB_JOB_FORBIDDEN_GROUPS)` };
+    const sharing = await this.hostAccounts.sharing(account);
+    if (sharing && sharing.length > 0)
+      return { reason: `its uid ${account.uid} is shared with the account ${sharing.map((other) => `'${other}'`).join(', ')}` };
+    if (await this.allocatedToAnother(account.uid, userId)) return { reason: `its uid ${account.uid} is allocated to another hub user` };
+    return { account };
   }
 
   /** Whether a uid is one the hub allocated to another hub user (an account made later inside the range). */
@@ -141,7 +162,7 @@ export class JobIdentities {
       // Another hub took it at the same moment: the next attempt takes the one after.
       if (!candidate) continue;
       // An account holds it: it stays reserved, for no one.
-      if (await lookUp(String(candidate.uid))) continue;
+      if (await uidTaken(candidate.uid)) continue;
       try {
         await this.dataSource.query('UPDATE job_uids SET user_id = $2 WHERE uid = $1 AND NOT EXISTS (SELECT 1 FROM job_uids WHERE user_id = $2)', [
           candidate.uid,

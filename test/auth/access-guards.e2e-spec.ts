@@ -93,7 +93,6 @@ describe('access guards of identity', () => {
     it.each<[string, object]>([
       ['password', { op: 'add', path: '/password', value: NEW_PASSWORD }],
       ['active', { op: 'replace', path: '/active', value: false }],
-      ['unixUserName', { op: 'add', path: '/unixUserName', value: 'taken-over' }],
     ])('refuses a user manager setting the %s of a user who holds a role they may not hand out (nested groups included)', async (field, operation) => {
       const manager = await userWith(USER_MANAGER);
       const target = await nestedAdministrator();
@@ -152,6 +151,32 @@ describe('access guards of identity', () => {
       expect((await call('GET', `/api/v2/auth/users/${target.id}`, admin())).json().externalId).toBeUndefined();
       expect((await patchUser(target.id, admin(), [{ op: 'add', path: '/externalId', value: 'idp|linked' }])).statusCode).toBe(200);
       expect((await createUser({ externalId: 'idp|created' })).id).toBeDefined();
+    });
+  });
+
+  describe('identity is the administrator’s to give', () => {
+    it('refuses a user manager their own unixUserName (403), and another user’s, on creation or change', async () => {
+      const manager = await userWith(USER_MANAGER);
+      const own = await patchUser(manager.id, manager.as, [{ op: 'add', path: '/unixUserName', value: 'taken-over' }]);
+      expect([own.statusCode, own.json().detail]).toEqual([
+        403,
+        `Not allowed: only an administrator (Use on role 'HubAdministrator' in every namespace) may set the unixUserName of user '${manager.userName}' (jobs run as that host account)`,
+      ]);
+      const replaced = await call('PUT', `/api/v2/auth/users/${manager.id}`, manager.as, { userName: manager.userName, unixUserName: 'taken-over' });
+      expect(replaced.statusCode).toBe(403);
+      expect((await call('GET', `/api/v2/auth/users/${manager.id}`, admin())).json().unixUserName).toBeUndefined();
+      const target = await createUser();
+      expect((await patchUser(target.id, manager.as, [{ op: 'add', path: '/unixUserName', value: 'taken-over' }])).statusCode).toBe(403);
+      const creation = await call('POST', '/api/v2/auth/users', manager.as, { userName: unique('named'), password: PASSWORD, unixUserName: 'taken-over' });
+      expect(creation.statusCode).toBe(403);
+      // Everything else of their own stays theirs to change, and an administrator gives the name.
+      expect((await patchUser(manager.id, manager.as, [{ op: 'add', path: '/displayName', value: 'Manager' }])).statusCode).toBe(200);
+      expect((await patchUser(manager.id, admin(), [{ op: 'add', path: '/unixUserName', value: unique('given') }])).statusCode).toBe(200);
+      // A body that sends back the name as read changes nothing, and is not refused.
+      const read = (await call('GET', `/api/v2/auth/users/${manager.id}`, manager.as)).json();
+      expect((await call('PUT', `/api/v2/auth/users/${manager.id}`, manager.as, { userName: read.userName, unixUserName: read.unixUserName })).statusCode).toBe(
+        200,
+      );
     });
   });
 

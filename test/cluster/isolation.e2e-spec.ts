@@ -4,6 +4,7 @@ import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { ExecutionCgroups, NO_CGROUPS } from '../../src/cluster/drivers/cgroups.js';
 import { defaultMaxMemoryMiB } from '../../src/cluster/drivers/execution-bounds.js';
+import { onMemoryFilesystem, runtimeCandidates } from '../../src/cluster/drivers/runtime-dir.js';
 import { NOT_ROOT } from '../../src/cluster/job-identities.js';
 import { bearer, enterableTempDir, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
 
@@ -77,10 +78,11 @@ asRoot('tasks on the local driver, run by a hub running as root', () => {
     const done = await until(await submit('echo "$SECRET_TOKEN"; pwd', [{ name: 'SECRET_TOKEN', value: 'kept-in-memory' }]), ended);
     const [secret, pwd] = (await stdout(done.id)).trim().split('\n');
     expect(secret).toBe('kept-in-memory');
-    // In the hub's runtime directory, on /run (a memory filesystem), never in the execution's directory.
-    const runtime = readdirSync('/run').filter((name) => name.startsWith(`hub-${process.pid}-`));
+    // In the hub's runtime directory, on a memory filesystem, never in the execution's directory.
+    const base = runtimeCandidates(true).find(onMemoryFilesystem) as string;
+    const runtime = readdirSync(base).filter((name) => name.startsWith(`hub-${process.pid}-`));
     expect(runtime.length).toBeGreaterThan(0);
-    for (const name of runtime) expect(readdirSync(join('/run', name, 'tasks'))).not.toContain(done.id);
+    for (const name of runtime) expect(readdirSync(join(base, name, 'tasks'))).not.toContain(done.id);
     expect(readdirSync(join(pwd, '..')).sort()).toEqual(['exit-code', 'logs', 'work']);
   });
 

@@ -28,6 +28,8 @@ export interface JobIdentity {
   readonly gid: number;
   /** The account's name, when the uid is an account's (Slurm submits under it); absent for an allocated uid. */
   readonly account?: string;
+  /** The account's groups (its primary one included) as they were judged: the job gets these, not what the host says at launch. */
+  readonly groups?: readonly number[];
 }
 
 /** A profile's limits on one execution (its `properties`); absent: no limit. */

@@ -20,7 +20,7 @@ import { endedWith, EXIT_CODE_FILE, outcomeFromExitCode } from './exit-code.js';
 import { succeeds, systemProgram } from './host-tools.js';
 import { commandLine, environmentFile } from './environment-file.js';
 import { Launcher, type LauncherPrograms, type Spawned } from './launcher.js';
-import { makeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
+import { makeRuntimeDir, removeRuntimeDir, type RuntimeDir } from './runtime-dir.js';
 import { shellProgram } from './shell-program.js';
 
 /** The launch's first process, which waits for it and writes its exit code: sh/monitor.sh. */
@@ -206,7 +206,7 @@ export class LocalDriver implements ClusterDriver {
       !options.root &&
       unshare !== undefined &&
       succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
-    this.runtime = makeRuntimeDir(options.root);
+    this.runtime = makeRuntimeDir(options.root, logger);
     this.launcher = new Launcher(
       this.programs,
       { monitor: MONITOR, taskInit: TASK_INIT, tasks: this.runtime.tasks, gates: this.runtime.gates },
@@ -423,7 +423,7 @@ export class LocalDriver implements ClusterDriver {
   close(): Promise<void> {
     for (const gate of this.gates.values()) shut(gate);
     this.gates.clear();
-    rmSync(this.runtime.path, { recursive: true, force: true });
+    removeRuntimeDir(this.runtime);
     this.launcher.close();
     return Promise.resolve();
   }
@@ -490,7 +490,14 @@ export class LocalDriver implements ClusterDriver {
         prlimit && !identity.account && limits.maxProcesses !== undefined ? [prlimit, `--nproc=${limits.maxProcesses}:${limits.maxProcesses}`, '--'] : [];
       if (unshareSetsIdentity && !identity.account)
         return [...nproc, unshare, ...namespace, '--setuid', String(identity.uid), '--setgid', String(identity.gid), '--'];
-      const groups = identity.account ? '--init-groups' : '--clear-groups';
+      // The groups judged at submission (api-map §1); a task stored before they were kept takes the account's.
+      const groups = identity.groups
+        ? identity.groups.length > 0
+          ? `--groups=${identity.groups.join(',')}`
+          : '--clear-groups'
+        : identity.account
+          ? '--init-groups'
+          : '--clear-groups';
       return [...nproc, unshare, ...namespace, '--', setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, groups, '--no-new-privs', '--'];
     }
     if (this.userNamespaces && unshare) return [unshare, '--user', '--map-current-user', ...namespace, '--'];

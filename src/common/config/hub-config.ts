@@ -42,6 +42,8 @@ export abstract class HubConfig {
   abstract readonly loginLockoutSeconds: number;
   /** Failed logins from one client address within `loginLockoutSeconds` that refuse its logins for the rest of that window; 0: no limit. */
   abstract readonly loginMaxFailuresPerAddress: number;
+  /** Days a successful login keeps its address familiar to the user: failures from elsewhere never lock the user there. */
+  abstract readonly loginFamiliarDays: number;
   /** Peers whose `X-Forwarded-For` names the client address (addresses and CIDRs). */
   abstract readonly trustedProxies: readonly AddressRange[];
   /** How long an invitation stays valid when its creator gives no `invitationExpiry`. */
@@ -65,6 +67,8 @@ export abstract class HubConfig {
   abstract readonly minFreeDiskMiB?: number;
   /** The first uid the local driver allocates to a hub user without an ordinary account for their jobs. */
   abstract readonly jobUidBase: number;
+  /** Host groups whose members (and accounts with primary group 0) are never a job's identity. */
+  abstract readonly jobForbiddenGroups: readonly string[];
   /** Active (pending and running) jobs one user may have; 0: no limit. */
   abstract readonly maxActiveJobsPerUser: number;
   /** The local driver's `maxProcesses` of an execution whose profile sets none. */
@@ -73,6 +77,9 @@ export abstract class HubConfig {
   abstract readonly jobDefaultMaxMemoryMiB?: number;
   abstract readonly logLevel: LogLevel;
 }
+
+/** Host groups that grant root's powers or a way to them (devices, containers, virtual machines, logs, shadow passwords). */
+const DEFAULT_FORBIDDEN_GROUPS = 'root,sudo,wheel,adm,disk,docker,lxd,libvirt,kvm,shadow';
 
 /** Thrown when a setting is missing or malformed; the message names the setting. */
 export class ConfigurationError extends StartupError {
@@ -225,6 +232,13 @@ class HubEnvironment {
   HUB_LOGIN_MAX_FAILURES_PER_ADDRESS = 100;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HUB_LOGIN_FAMILIAR_DAYS = 30;
+
+  @IsOptional()
   @IsAddressRanges()
   HUB_TRUSTED_PROXIES?: string = undefined;
 
@@ -289,6 +303,10 @@ class HubEnvironment {
   @Min(1000)
   @Max(2_000_000_000)
   HUB_JOB_UID_BASE = 200_000;
+
+  @IsOptional()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}( *, *[A-Za-z_][A-Za-z0-9_.-]{0,31})*$/, { message: '$property must be comma-separated unix group names' })
+  HUB_JOB_FORBIDDEN_GROUPS = DEFAULT_FORBIDDEN_GROUPS;
 
   @IsOptional()
   @Type(() => Number)
@@ -358,6 +376,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     loginFailureLimit: settings.HUB_LOGIN_FAILURE_LIMIT,
     loginLockoutSeconds: settings.HUB_LOGIN_LOCKOUT,
     loginMaxFailuresPerAddress: settings.HUB_LOGIN_MAX_FAILURES_PER_ADDRESS,
+    loginFamiliarDays: settings.HUB_LOGIN_FAMILIAR_DAYS,
     trustedProxies: settings.HUB_TRUSTED_PROXIES?.trim() ? (parseAddressRanges(settings.HUB_TRUSTED_PROXIES) ?? []) : [],
     invitationTtlSeconds: settings.HUB_INVITATION_TTL,
     auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
@@ -369,6 +388,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
     minFreeDiskMiB: settings.HUB_MIN_FREE_DISK_MIB,
     jobUidBase: settings.HUB_JOB_UID_BASE,
+    jobForbiddenGroups: settings.HUB_JOB_FORBIDDEN_GROUPS.split(',').map((name) => name.trim()),
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
     jobDefaultMaxProcesses: settings.HUB_JOB_DEFAULT_MAX_PROCESSES,
     jobDefaultMaxMemoryMiB: settings.HUB_JOB_DEFAULT_MAX_MEMORY_MIB,

@@ -6,6 +6,7 @@ import { MIGRATIONS } from '../../../migrations/index.js';
 import type { HubConfig } from '../config/hub-config.js';
 import { StartupError } from '../errors/startup-error.js';
 import { ChangeFeed } from './change-feed.js';
+import { warnIfPasswordless } from './passwordless-access.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own entity list type
@@ -71,6 +72,8 @@ export class HubDatabase implements OnApplicationShutdown {
     readonly changes: ChangeFeed,
     private readonly embedded: EmbeddedPostgres | undefined,
     private readonly logger: Logger,
+    /** The check for a database that takes the hub's role without a password: run beside the start, which it must not slow (a connection each, about a second on a loaded host). */
+    private readonly passwordCheck: Promise<unknown>,
   ) {}
 
   static async open(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
@@ -95,7 +98,13 @@ export class HubDatabase implements OnApplicationShutdown {
       { dataDir: config.dataDir, database, sharedDir: config.sharedDir },
       `Data: settings and secrets in ${config.dataDir}, the database in ${database}, executions' directories in ${config.sharedDir}`,
     );
-    return new HubDatabase(dataSource, changes, embedded, logger);
+    return new HubDatabase(
+      dataSource,
+      changes,
+      embedded,
+      logger,
+      warnIfPasswordless(url, logger).catch(() => undefined),
+    );
   }
 
   /** One query, cheap enough for frequent probes: it reaches the database and counts this release's migrations there. */
@@ -112,6 +121,7 @@ export class HubDatabase implements OnApplicationShutdown {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await this.passwordCheck;
       await this.changes.close();
       if (this.dataSource.isInitialized) await this.dataSource.destroy();
       await this.embedded?.stop();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { clientAddress, parseAddressRanges, trustedProxies } from './client-address.js';
+import { addressNetwork, clientAddress, parseAddressRanges, trustedProxies } from './client-address.js';
 
 describe('clientAddress', () => {
   const proxies = trustedProxies(parseAddressRanges('10.0.0.1,192.168.0.0/16,::1') ?? []);
@@ -26,5 +26,20 @@ describe('clientAddress', () => {
 
   it.each(['', 'proxy.example', '10.0.0.0/33', '::/129', '10.0.0.1/8/1', '10.0.0.1,,10.0.0.2', '10.0.0.0/x'])('refuses the list %j', (text) => {
     expect(parseAddressRanges(text)).toBeUndefined();
+  });
+});
+
+describe('addressNetwork', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:0DB8:0001:0002:aaaa::1', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['', ''],
+  ])('takes %s as %s', (address, network) => {
+    expect(addressNetwork(address)).toBe(network);
   });
 });

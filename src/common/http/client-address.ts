@@ -76,3 +76,38 @@ export function originOf(request: FastifyRequest): RequestOrigin {
   const header = request.headers['x-forwarded-for'];
   return { peer: request.socket.remoteAddress ?? '', forwardedFor: Array.isArray(header) ? header.join(',') : header };
 }
+
+/** The 8 groups of 16 bits of an IPv6 address (an embedded IPv4 tail included); undefined when it is not one. */
+function ipv6Groups(address: string): number[] | undefined {
+  const bare = address.split('%')[0];
+  if (isIP(bare) !== 6) return undefined;
+  const [head, tail] = bare.includes('::') ? bare.split('::') : [bare, undefined];
+  const parse = (part: string) =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [parseInt(group, 16)];
+          const [a, b, c, d] = group.split('.').map(Number);
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const front = parse(head);
+  const back = tail === undefined ? [] : parse(tail);
+  return [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back];
+}
+
+/**
+ * The network an address stands for when the hub remembers where a user logs in from: an IPv4
+ * address itself (an IPv4-mapped IPv6 one too), and for IPv6 its /64, the smallest network a
+ * site is given (one host may use many addresses of it, privacy extensions among them).
+ */
+export function addressNetwork(address: string): string {
+  const groups = ipv6Groups(address);
+  if (!groups) return address;
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
+}
