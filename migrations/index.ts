@@ -13,6 +13,7 @@ import { ListsAtScale1795355000000 } from './1795355000000-ListsAtScale.js';
 import { ExecutionCountsByNode1795356000000 } from './1795356000000-ExecutionCountsByNode.js';
 import { SubmissionCaches1795358000000 } from './1795358000000-SubmissionCaches.js';
 import { PreparedLaunches1795360000000 } from './1795360000000-PreparedLaunches.js';
+import { FairShare1795410000000 } from './1795410000000-FairShare.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -30,4 +31,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   ExecutionCountsByNode1795356000000,
   SubmissionCaches1795358000000,
   PreparedLaunches1795360000000,
+  FairShare1795410000000,
 ];

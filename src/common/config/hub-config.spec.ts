@@ -51,6 +51,7 @@ const DEFAULTS: HubConfig = {
   jobRetentionDays: 7,
   jobUidBase: 200000,
   maxActiveJobsPerUser: 100,
+  maxRunningJobsPerUser: undefined,
   logLevel: 'info',
 };
 
@@ -81,6 +82,7 @@ const ALL_SETTINGS = [
   'HUB_JOB_RETENTION_DAYS',
   'HUB_JOB_UID_BASE',
   'HUB_MAX_ACTIVE_JOBS_PER_USER',
+  'HUB_MAX_RUNNING_JOBS_PER_USER',
   'HUB_LOG_LEVEL',
 ];
 
@@ -151,6 +153,7 @@ describe('loadHubConfig', () => {
         HUB_JOB_RETENTION_DAYS: '14',
         HUB_JOB_UID_BASE: '500000',
         HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
+        HUB_MAX_RUNNING_JOBS_PER_USER: '0',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -178,6 +181,7 @@ describe('loadHubConfig', () => {
         jobRetentionDays: 14,
         jobUidBase: 500000,
         maxActiveJobsPerUser: 0,
+        maxRunningJobsPerUser: 0,
         logLevel: 'debug',
       });
     });
@@ -239,6 +243,7 @@ describe('loadHubConfig', () => {
       ['HUB_JOB_UID_BASE', '999'],
       ['HUB_MAX_ACTIVE_JOBS_PER_USER', '-1'],
       ['HUB_MAX_ACTIVE_JOBS_PER_USER', 'many'],
+      ['HUB_MAX_RUNNING_JOBS_PER_USER', '-1'],
     ])('refuses %s=%s', (name, value) => {
       expect(configurationErrorFor({ [name]: value })).toContain(name);
     });

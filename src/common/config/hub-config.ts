@@ -62,6 +62,8 @@ export abstract class HubConfig {
   abstract readonly jobUidBase: number;
   /** Active (pending and running) jobs one user may have; 0: no limit. */
   abstract readonly maxActiveJobsPerUser: number;
+  /** Batch executions one user may run at once on one node; absent: all its slots but one (none on a one-slot node); 0: no cap. */
+  abstract readonly maxRunningJobsPerUser?: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -282,6 +284,13 @@ class HubEnvironment {
   HUB_MAX_ACTIVE_JOBS_PER_USER = 100;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(4096)
+  HUB_MAX_RUNNING_JOBS_PER_USER?: number = undefined;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -339,6 +348,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     jobRetentionDays: settings.HUB_JOB_RETENTION_DAYS,
     jobUidBase: settings.HUB_JOB_UID_BASE,
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
+    maxRunningJobsPerUser: settings.HUB_MAX_RUNNING_JOBS_PER_USER,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }
