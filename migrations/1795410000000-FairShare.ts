@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * owner's own order, from one index; the executions that hold a slot (claimed to start, or running)
  * are counted per owner and node from another. `cluster_may_take_slot` is the check of the hand-off
  * of a freed slot to a prepared launch (src/cluster/fair-share.ts): the owner is active, their
- * batch executions on the node stay within the cap, and no other owner with work waiting holds
- * fewer slots. With a cap in force it takes the owner's advisory lock first (the class of
+ * batch executions on the node stay within the cap, and no other owner with work waiting (in
+ * line, or prepared by any hub) holds fewer slots. With a cap in force it takes the owner's advisory lock first (the class of
  * USER_LOCK_CLASS, 0x48555553) and counts after it: a function's statements each read what was
  * committed when they began, where one statement would count from before the lock.
  */
@@ -48,7 +48,7 @@ export class FairShare1795410000000 implements MigrationInterface {
         RETURN NOT EXISTS (
           SELECT 1 FROM cluster_active_jobs a JOIN users u ON u.id = a.owner_id AND u.active
           WHERE a.active > 0 AND a.owner_id <> the_owner
-            AND EXISTS (SELECT 1 FROM job_executions w WHERE w.owner_id = a.owner_id AND w.status = 'pending' AND w.driver_ref IS NULL AND w.node_id IS NULL)
+            AND EXISTS (SELECT 1 FROM job_executions w WHERE w.owner_id = a.owner_id AND w.status = 'pending' AND w.driver_ref IS NULL AND (w.node_id IS NULL OR w.prepared))
             AND (SELECT count(*) FROM job_executions h
                  WHERE h.owner_id = a.owner_id AND h.status IN ('pending', 'running') AND h.node_id IS NOT NULL AND NOT h.prepared AND h.id <> freed_id) < held);
       END $$`);
