@@ -158,7 +158,7 @@ describe('fair share', () => {
     return made;
   };
 
-  it("keeps a slot of two for another user by default: one user's long jobs cannot take both, another's starts at once", async () => {
+  it("keeps a slot of two for another user by default: one user's long jobs cannot take both, another's starts at once; a prepared launch that would pass the cap is not handed a freed slot", async () => {
     const marks = dir('hub-fair-two-');
     const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: dir('hub-fair-shared-') } });
     try {
