@@ -19,7 +19,7 @@ import {
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
-import { capInForce, capSetting, FairShare, type Holding } from './fair-share.js';
+import { capInForce, capSetting, FairShare, shareOut, soleOwner, type Holding } from './fair-share.js';
 import { HubPresence } from './hub-presence.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
@@ -475,11 +475,20 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     };
     const placed = new Set<string>();
     if (fair)
-      this.shareOut(pending, nodes, fittingOf, fair, room, release, (execution, node) => {
-        used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
-        placed.add(execution.id);
-        claim(execution, node, false);
-      });
+      shareOut(
+        fair,
+        nodes,
+        this.prepared,
+        pending,
+        (execution) => fittingOf.get(execution.id) ?? [],
+        room,
+        release,
+        (execution, node) => {
+          used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
+          placed.add(execution.id);
+          claim(execution, node, false);
+        },
+      );
     else
       for (const node of nodes) {
         const launches = this.prepared.get(node.id) ?? [];
@@ -524,56 +533,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
     const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
     const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
-    const fullFor = fair && this.soleOwner(pending, nodes, fair);
+    const fullFor =
+      fair &&
+      soleOwner([
+        ...pending.map((execution) => execution.ownerId),
+        ...nodes.flatMap((node) => (this.prepared.get(node.id) ?? []).map((launch) => launch.execution.ownerId)),
+        ...fair.holdersOn(nodes.map((node) => node.id)),
+      ]);
     return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }) };
-  }
-
-  /**
-   * Fair share's part of a round: each free CPU goes, one at a time, to whichever of this hub's
-   * prepared launches on its node and the executions in line goes first and may take it.
-   */
-  private shareOut(
-    pending: readonly PendingExecution[],
-    nodes: readonly NodeRoom[],
-    fittingOf: ReadonlyMap<string, readonly NodeRoom[]>,
-    fair: FairShare,
-    room: (node: NodeRoom, cpu: number) => boolean,
-    release: (launch: PreparedLaunch, node: NodeRoom) => void,
-    start: (execution: PendingExecution, node: NodeRoom) => void,
-  ): void {
-    const waiting = [...pending];
-    for (;;) {
-      let best: { launch?: PreparedLaunch; execution?: PendingExecution; node: NodeRoom; in: ClaimedExecution | PendingExecution } | undefined;
-      for (const node of nodes)
-        for (const launch of this.prepared.get(node.id) ?? [])
-          if (room(node, launch.execution.reservedCpu) && fair.mayTake(launch.execution, node.id) && (!best || fair.compare(launch.execution, best.in) < 0))
-            best = { launch, node, in: launch.execution };
-      for (const execution of waiting) {
-        const node = fittingOf.get(execution.id)?.find((candidate) => room(candidate, execution.reservedCpu) && fair.mayTake(execution, candidate.id));
-        if (node && (!best || fair.compare(execution, best.in) < 0)) best = { execution, node, in: execution };
-      }
-      if (!best) return;
-      fair.take(best.in, best.node.id);
-      if (best.launch) {
-        const launches = this.prepared.get(best.node.id) as PreparedLaunch[];
-        launches.splice(launches.indexOf(best.launch), 1);
-        release(best.launch, best.node);
-      } else {
-        waiting.splice(waiting.indexOf(best.execution as PendingExecution), 1);
-        start(best.execution as PendingExecution, best.node);
-      }
-    }
-  }
-
-  /** The one owner who holds slots on this hub's nodes and has work prepared or waiting there, if there is one (see `fullFor`). */
-  private soleOwner(pending: readonly PendingExecution[], nodes: readonly NodeRoom[], fair: FairShare): string | undefined {
-    const owners = new Set<string | null>([
-      ...pending.map((execution) => execution.ownerId),
-      ...nodes.flatMap((node) => (this.prepared.get(node.id) ?? []).map((launch) => launch.execution.ownerId)),
-      ...fair.holdersOn(nodes.map((node) => node.id)),
-    ]);
-    const [owner] = owners;
-    return owners.size === 1 && owner !== null ? owner : undefined;
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {

@@ -181,3 +181,53 @@ export class FairShare {
     }
   }
 }
+
+/**
+ * Fair share's part of a placement round: each free CPU goes, one at a time, to whichever of the
+ * hub's prepared launches on its node (`prepared`, from which those released are taken) and the
+ * executions in line goes first and may take it.
+ */
+export function shareOut<
+  N extends { readonly id: string },
+  E extends InLine & { readonly reservedCpu: number },
+  L extends { readonly execution: InLine & { readonly reservedCpu: number } },
+>(
+  fair: FairShare,
+  nodes: readonly N[],
+  prepared: ReadonlyMap<string, L[]>,
+  inLine: readonly E[],
+  fittingOf: (execution: E) => readonly N[],
+  room: (node: N, cpu: number) => boolean,
+  release: (launch: L, node: N) => void,
+  start: (execution: E, node: N) => void,
+): void {
+  const waiting = [...inLine];
+  for (;;) {
+    let best: { launch?: L; execution?: E; node: N; in: InLine } | undefined;
+    for (const node of nodes)
+      for (const launch of prepared.get(node.id) ?? [])
+        if (room(node, launch.execution.reservedCpu) && fair.mayTake(launch.execution, node.id) && (!best || fair.compare(launch.execution, best.in) < 0))
+          best = { launch, node, in: launch.execution };
+    for (const execution of waiting) {
+      const node = fittingOf(execution).find((candidate) => room(candidate, execution.reservedCpu) && fair.mayTake(execution, candidate.id));
+      if (node && (!best || fair.compare(execution, best.in) < 0)) best = { execution, node, in: execution };
+    }
+    if (!best) return;
+    fair.take(best.in, best.node.id);
+    if (best.launch) {
+      const launches = prepared.get(best.node.id) as L[];
+      launches.splice(launches.indexOf(best.launch), 1);
+      release(best.launch, best.node);
+    } else {
+      waiting.splice(waiting.indexOf(best.execution as E), 1);
+      start(best.execution as E, best.node);
+    }
+  }
+}
+
+/** The one owner among these, if there is just one (and it is a user). */
+export function soleOwner(owners: Iterable<string | null>): string | undefined {
+  const distinct = new Set(owners);
+  const [owner] = distinct;
+  return distinct.size === 1 && owner !== null ? owner : undefined;
+}
