@@ -321,6 +321,8 @@ async function main(): Promise<void> {
       HUB_LOG_LEVEL: 'warn',
       // The queue of 10,000 is one user's: the per-user limit raised, its count still made at each submission.
       HUB_MAX_ACTIVE_JOBS_PER_USER: '100000',
+      // Every slot is this one user's: no cap on one user's running jobs (HUB_MAX_RUNNING_JOBS_PER_USER, docs/cluster.md).
+      HUB_MAX_RUNNING_JOBS_PER_USER: '0',
     },
     '/health/ready',
   );

@@ -14,6 +14,7 @@ import { ExecutionCountsByNode1795356000000 } from './1795356000000-ExecutionCou
 import { SubmissionCaches1795358000000 } from './1795358000000-SubmissionCaches.js';
 import { PreparedLaunches1795360000000 } from './1795360000000-PreparedLaunches.js';
 import { FamiliarLoginAddresses1795400000000 } from './1795400000000-FamiliarLoginAddresses.js';
+import { FairShare1795410000000 } from './1795410000000-FairShare.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -32,4 +33,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   SubmissionCaches1795358000000,
   PreparedLaunches1795360000000,
   FamiliarLoginAddresses1795400000000,
+  FairShare1795410000000,
 ];

@@ -19,6 +19,7 @@ import {
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
+import { capInForce, capSetting, FairShare, shareOut, soleOwner, type Holding } from './fair-share.js';
 import { HubPresence } from './hub-presence.js';
 import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
@@ -108,6 +109,8 @@ interface Decision extends Placement {
   readonly displaced: PreparedLaunch[];
   /** Every node of this hub full once it is done: the worst priority among its prepared launches (Infinity when it prepares none). */
   readonly fullBelow?: number;
+  /** With fair share, the one owner holding and waiting on this hub's nodes, for whom alone `fullBelow` holds (undefined: none holds). */
+  readonly fullFor?: string;
   /**
    * A round after it may claim more: there was more in line than it looked at, and either CPUs or
    * room for prepared launches are left, or it moved some to the back of the line (placement failed).
@@ -158,6 +161,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * runs no round of its own (see `submitted`). Whatever frees CPUs runs a round, which says again.
    */
   private fullBelow?: number;
+  private fullFor?: string;
+  /** The cap on one user's batch executions per node (see fair-share.ts). */
+  private readonly cap: number | null;
   /** The round submissions that can only be prepared share (see `submitted`). */
   private placeSoon?: NodeJS.Timeout;
   private stopped = false;
@@ -175,6 +181,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     logger: HubLogger,
   ) {
     this.logger = logger.for('cluster');
+    this.cap = capSetting(config.maxRunningJobsPerUser);
     driver.onChange(() => this.wake(true));
     driver.onExit?.((executionId, ended) => this.heardExit(executionId, ended));
     changes.subscribe(QUEUE_NOTICE, (change) => {
@@ -243,8 +250,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * submissions pour in, that is one round for many of them, where each round costs more than a
    * submission. Nothing that could start now waits for it.
    */
-  submitted(priority: number): void {
-    if (this.fullBelow === undefined || priority > this.fullBelow) return this.wake();
+  submitted(priority: number, ownerId: string): void {
+    if (this.fullBelow === undefined || priority > this.fullBelow || (!this.driver.queues && this.fullFor !== ownerId)) return this.wake();
     if (this.preparedFewerThan(1)) this.placeSoon ??= setTimeout(() => this.placeShared(), PREPARE_AFTER_MS);
   }
 
@@ -288,30 +295,39 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.wake();
   }
 
-  /** Kills what a job runs and ends its executions (failed, with an event), which makes it dead. */
-  async stopJob(job: ClusterJob, reason: string): Promise<void> {
-    for (const execution of await this.cluster.unfinishedOf(job.id)) await this.stopExecution(execution, taskEvent('Killed', reason));
+  /**
+   * Kills what a job runs and ends its executions (failed, with an event), which makes it dead;
+   * with `revoked` (its owner was deactivated or deleted), only those not started yet, with a
+   * `Revoked` event: what runs keeps running.
+   */
+  async stopJob(job: Pick<ClusterJob, 'id'>, reason: string, revoked = false): Promise<void> {
+    const event = taskEvent(revoked ? 'Revoked' : 'Killed', reason);
+    for (const execution of await this.cluster.unfinishedOf(job.id)) await this.stopExecution(execution, event, revoked ? 'notStarted' : 'any');
   }
 
   /**
-   * Ends an execution failed with `event` (pending or running; with `runningOnly`, only if it
-   * runs) under its row lock, and kills what runs of it; whether this call ended it.
+   * Ends an execution failed with `event` under its row lock, and kills what runs of it; whether
+   * this call ended it. `which` says in what state it may be ended: pending or running (`any`),
+   * only `running`, or only `notStarted` (pending and never launched).
    */
-  async stopExecution(execution: { id: string; executionDir: string }, event: TaskEvent, runningOnly = false): Promise<boolean> {
+  async stopExecution(execution: { id: string; executionDir: string }, event: TaskEvent, which: 'any' | 'running' | 'notStarted' = 'any'): Promise<boolean> {
     // As the locked row has it: the execution may have started since the list was read.
     let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
     let preparedBy: number | undefined;
     let ended = false;
     await this.cluster.updateExecution(execution.id, (current) => {
-      if (current.status !== 'running' && (runningOnly || current.status !== 'pending')) return false;
+      if (current.status !== 'pending' && current.status !== 'running') return false;
+      if (which === 'running' && current.status !== 'running') return false;
+      if (which === 'notStarted' && (current.status !== 'pending' || current.driverRef !== null)) return false;
       if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
       else if (current.prepared && current.hub !== null) preparedBy = current.hub;
       this.end(current.taskState, current, 'failed', null, event);
       ended = true;
       return true;
     });
+    if (which === 'notStarted' && !ended) return false;
     if (ended) {
-      this.metrics.ended(runningOnly ? 'failed' : 'stopped');
+      this.metrics.ended(which === 'running' ? 'failed' : 'stopped');
       // Its CPUs (or its place among those prepared) are free now.
       this.wake();
     }
@@ -391,9 +407,13 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (this.ownNodeIds.size === 0 || this.startsHeld !== undefined) return false;
     let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
     let claimed: ClaimedExecution[];
+    // Fair share and the cap are the hub's on its own nodes; a queueing cluster applies its own.
+    const fair = !this.driver.queues;
+    const preparedOwners = [...new Set([...this.prepared.values()].flatMap((launches) => launches.flatMap((launch) => launch.execution.ownerId ?? [])))];
+    const line = { fair, ...(fair && capInForce(this.cap) && { lockOwners: preparedOwners }) };
     try {
-      claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, (pending, nodes) => {
-        placement = this.decide(pending, nodes, this.noteWaiting);
+      claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, line, (pending, nodes, holdings, locked) => {
+        placement = this.decide(pending, nodes, this.noteWaiting, fair ? this.fairShare(nodes, holdings, locked) : undefined);
         return placement;
       });
       this.noteWaiting = false;
@@ -416,6 +436,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     // Given a slot but stopped meanwhile, or put back behind a better one: let go of.
     for (const launch of [...released.values(), ...placement.displaced]) this.track(this.letGo(launch));
     this.fullBelow = placement.fullBelow;
+    this.fullFor = placement.fullFor;
     return (placement.claims.length > 0 || placement.notes.length > 0) && placement.moreInLine;
   }
 
@@ -425,16 +446,23 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.starting.add(tracked);
   }
 
+  /** A round's fair share, from what each owner holds. */
+  private fairShare(nodes: readonly NodeRoom[], holdings: readonly Holding[], locked: Set<string> | undefined): FairShare {
+    return new FairShare(holdings, new Map(nodes.map((node) => [node.id, node.cpu])), this.cap, locked);
+  }
+
   /**
    * Which executions in line go to which node (a free CPU on one that meets the constraints, or,
    * with none free, a prepared launch there while the driver keeps fewer than it may, or in place
    * of one behind them in line), and why the others wait; for each claim, the nodes of this hub it
    * must not run on (a queueing cluster places it itself). This hub's prepared launches take the
-   * free CPUs first. What it takes out of the prepared lists is out of them from now on. That an
-   * execution waits for a CPU is noted only with `noteWaiting` (the tick's round, each second):
-   * most such waits are shorter, and each note rewrites the execution's row.
+   * free CPUs first; with `fair`, free CPUs go instead one at a time to whichever prepared launch
+   * or execution in line goes first (fair-share.ts), within the cap. What it takes out of the
+   * prepared lists is out of them from now on. That an execution waits for a CPU is noted only
+   * with `noteWaiting` (the tick's round, each second): most such waits are shorter, and each note
+   * rewrites the execution's row.
    */
-  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[], noteWaiting: boolean): Decision {
+  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[], noteWaiting: boolean, fair?: FairShare): Decision {
     const claims: { id: string; nodeId: string; prepared: boolean; event?: TaskEvent }[] = [];
     const excluded = new Map<string, string[]>();
     const notes: { id: string; event: TaskEvent }[] = [];
@@ -445,19 +473,52 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const note = (execution: PendingExecution, event: TaskEvent) => {
       if (!repeats(execution.lastEvent, event)) notes.push({ id: execution.id, event });
     };
-    for (const node of nodes) {
-      const launches = this.prepared.get(node.id) ?? [];
-      while (launches.length > 0 && room(node, launches[0].execution.reservedCpu)) {
-        const launch = launches.shift() as PreparedLaunch;
-        used.set(node.id, (used.get(node.id) as number) + launch.execution.reservedCpu);
-        claims.push({ id: launch.execution.id, nodeId: node.id, prepared: false });
-        released.push(launch);
+    const fittingOf = new Map(pending.map((execution) => [execution.id, nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints))]));
+    const claim = (execution: PendingExecution, node: NodeRoom, prepared: boolean) => {
+      claims.push({
+        id: execution.id,
+        nodeId: node.id,
+        prepared,
+        ...(prepared && { event: taskEvent('Queued', `Waiting for a free CPU on ${node.name}, its launch prepared`) }),
+      });
+      const fittingNames = new Set((fittingOf.get(execution.id) ?? []).map((candidate) => candidate.name));
+      excluded.set(
+        execution.id,
+        [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
+      );
+    };
+    const release = (launch: PreparedLaunch, node: NodeRoom) => {
+      used.set(node.id, (used.get(node.id) as number) + launch.execution.reservedCpu);
+      claims.push({ id: launch.execution.id, nodeId: node.id, prepared: false });
+      released.push(launch);
+    };
+    const placed = new Set<string>();
+    if (fair)
+      shareOut(
+        fair,
+        nodes,
+        this.prepared,
+        pending,
+        (execution) => fittingOf.get(execution.id) ?? [],
+        room,
+        release,
+        (execution, node) => {
+          used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
+          placed.add(execution.id);
+          claim(execution, node, false);
+        },
+      );
+    else
+      for (const node of nodes) {
+        const launches = this.prepared.get(node.id) ?? [];
+        while (launches.length > 0 && room(node, launches[0].execution.reservedCpu)) release(launches.shift() as PreparedLaunch, node);
       }
-    }
     const preparing = new Map<string, number>();
     const mayPrepare = (node: NodeRoom) => (this.prepared.get(node.id)?.length ?? 0) + (preparing.get(node.id) ?? 0) < (this.driver.preparesPerNode ?? 0);
+    const before = (a: PendingExecution, b: ClaimedExecution) => (fair ? fair.compare(a, b) : ahead(a, b)) < 0;
     for (const execution of pending) {
-      const fitting = nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints));
+      if (placed.has(execution.id)) continue;
+      const fitting = fittingOf.get(execution.id) ?? [];
       if (fitting.length === 0) {
         const event = this.placementFailure(execution, nodes);
         if (!repeats(execution.lastEvent, event)) this.metrics.placementFailed();
@@ -465,14 +526,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         continue;
       }
       // A queueing cluster (Slurm) is given everything some node can run; it waits for room itself.
-      let node = this.driver.queues ? fitting[0] : fitting.find((candidate) => room(candidate, execution.reservedCpu));
+      // With fair share, what could start has started above: the rest waits, prepared if it may be.
+      let node = this.driver.queues ? fitting[0] : fair ? undefined : fitting.find((candidate) => room(candidate, execution.reservedCpu));
       let prepared = false;
       if (!node && (this.driver.preparesPerNode ?? 0) > 0) {
         node = fitting.find(mayPrepare);
         // Those prepared are the first in line: one ahead of the last of them takes its place.
         node ??= fitting.find((candidate) => {
           const last = this.prepared.get(candidate.id)?.at(-1);
-          return last !== undefined && ahead(execution, last.execution) < 0;
+          return last !== undefined && before(execution, last.execution);
         });
         if (node && !mayPrepare(node)) displaced.push(this.prepared.get(node.id)?.pop() as PreparedLaunch);
         prepared = node !== undefined;
@@ -483,24 +545,21 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       }
       if (prepared) preparing.set(node.id, (preparing.get(node.id) ?? 0) + 1);
       else used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
-      claims.push({
-        id: execution.id,
-        nodeId: node.id,
-        prepared,
-        ...(prepared && { event: taskEvent('Queued', `Waiting for a free CPU on ${node.name}, its launch prepared`) }),
-      });
-      const fittingNames = new Set(fitting.map((candidate) => candidate.name));
-      excluded.set(
-        execution.id,
-        [...this.ownNodes.keys()].filter((name) => !fittingNames.has(name)),
-      );
+      claim(execution, node, prepared);
     }
     const capacity = this.driver.preparesPerNode ?? 0;
     const full = !this.driver.queues && nodes.length > 0 && nodes.every((node) => !room(node, 1));
     const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
     const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
     const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
-    return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst) }) };
+    const fullFor =
+      fair &&
+      soleOwner([
+        ...pending.map((execution) => execution.ownerId),
+        ...nodes.flatMap((node) => (this.prepared.get(node.id) ?? []).map((launch) => launch.execution.ownerId)),
+        ...fair.holdersOn(nodes.map((node) => node.id)),
+      ]);
+    return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }) };
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {
@@ -642,7 +701,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       return this.track(this.recordEnd(executionId, slot, ended, next));
     }
     if (!next) return;
-    const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id).catch((error: unknown) => {
+    const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id, this.cap).catch((error: unknown) => {
       this.logger.error({ err: error, executionId }, 'Could not hand an ended execution’s CPUs to a prepared launch');
       return false;
     });
@@ -650,7 +709,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.track(
       handedOver.then(async (handed) => {
         if (handed) return this.release(next);
-        // The ended one was stopped (its CPUs may be another's by now), or the prepared one: placement decides.
+        // The ended one was stopped (its CPUs may be another's by now), or the prepared one, or its owner may not take them: placement decides.
         this.keepPrepared(next);
         this.wake();
       }),
@@ -676,7 +735,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       this.end(taskState, undefined, ended.state, ended.exitCode, this.eventOf(ended), ended.finishedAt);
       const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState };
       try {
-        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id));
+        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id, this.cap));
         else written = await this.cluster.transition(executionId, expected, this.hub, change);
       } catch (error) {
         this.logger.error({ err: error, executionId }, 'Could not record the end of an execution; the follow reads it again');

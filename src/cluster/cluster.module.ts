@@ -21,6 +21,7 @@ import { defaultMaxMemoryMiB } from './drivers/execution-bounds.js';
 import { hubRunsAsRoot } from './drivers/host-tools.js';
 import { LocalDriver } from './drivers/local-driver.js';
 import { JobIdentities, NOT_ROOT } from './job-identities.js';
+import { RevokedOwners } from './revoked-owners.js';
 import { SlurmDriver } from './drivers/slurm-driver.js';
 import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
@@ -72,7 +73,7 @@ const DRIVER: Provider = {
 @Module({
   imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, JobIdentities, DRIVER],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, DRIVER],
   exports: [ClusterService],
 })
 export class ClusterModule {

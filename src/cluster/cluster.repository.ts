@@ -15,6 +15,7 @@ import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
+import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding } from './fair-share.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -41,6 +42,9 @@ export interface PendingExecution {
   /** Its place in line, after whether placement failed: higher priority first, then the older. */
   readonly priority: number;
   readonly created: Date;
+  /** Its owner (null once deleted) and its job's type, for fair share (see fair-share.ts). */
+  readonly ownerId: string | null;
+  readonly type: JobType;
 }
 
 /** An execution this hub has claimed for a node, with what starting it needs. */
@@ -58,6 +62,8 @@ export interface ClaimedExecution {
   readonly priority: number;
   /** Claimed to have its launch prepared ahead of a slot, rather than to start now. */
   readonly prepared: boolean;
+  readonly ownerId: string | null;
+  readonly type: JobType;
 }
 
 /** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
@@ -186,13 +192,14 @@ const TRANSITION: NamedStatement = {
 /**
  * A transition of an execution this hub follows to its end ($7 running, or pending when its start
  * is written with its end; $8 the hub), which hands its CPUs to one the hub prepared ($9) in the
- * same statement: see ClusterRepository.endAndHandOver.
+ * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts): see
+ * ClusterRepository.endAndHandOver.
  */
 const END_AND_HAND_OVER: NamedStatement = {
   name: 'cluster-end-and-hand-over',
   text: `WITH ${TRANSITION_STEPS}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
-    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
+    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e) AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )
   SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed`,
@@ -203,7 +210,8 @@ const HAND_OVER: NamedStatement = {
   name: 'cluster-hand-over',
   text: `UPDATE job_executions SET prepared = false, modified = now()
          WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
-           AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)`,
+           AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)
+           AND cluster_may_take_slot($3, $2, $4::integer)`,
 };
 
 /** Serialises placement on one node across hubs (by its id, hashed), so that hubs sharing it never fill more than its CPUs. */
@@ -449,17 +457,20 @@ export class ClusterRepository {
   /**
    * One placement round on `nodeIds`, in one transaction: with `exclusive`, the nodes' locks are
    * taken (hubs sharing a node place on it one at a time, so that together they never fill more
-   * than its CPUs); the CPUs its unfinished executions take are read; the first `limit` executions
-   * in line (those no node could run at the last look after the others, then best priority, then
-   * oldest) that no other hub is placing are locked, and `decide` says which to claim for which
-   * node and what to note on the others. Claims are this hub's.
+   * than its CPUs); with `line.lockOwners`, the locks of the owners it may start work of (see
+   * fair-share.ts), before anything is counted; the CPUs its unfinished executions take are read,
+   * with `line.fair` the slots each owner holds; the first `limit` executions in line (see
+   * lineStatement) that no other hub is placing are locked, and `decide` says which to claim for
+   * which node and what to note on the others. Claims are this hub's, and only of active owners'
+   * executions.
    */
   async placeRound(
     hub: number,
     nodeIds: readonly string[],
     exclusive: boolean,
     limit: number,
-    decide: (pending: PendingExecution[], nodes: NodeRoom[]) => Placement,
+    line: { readonly fair: boolean; readonly lockOwners?: readonly string[] },
+    decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined) => Placement,
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted
     // by the driver) so that several statements go at once: every job takes this path.
@@ -477,19 +488,18 @@ export class ClusterRepository {
         ...(exclusive
           ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
           : []),
+        ...(line.lockOwners ? [lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`)] : []),
         `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
          FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
-        `SELECT e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
-                e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent", e.priority, e.created
-         FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
-         WHERE e.status = 'pending' AND e.node_id IS NULL
-         ORDER BY coalesce(e.task_state->'events'->-1->>'type' = 'PlacementFailed', false), e.priority DESC, e.created, e.id
-         LIMIT ${integer(limit)} FOR UPDATE OF e SKIP LOCKED`,
+        ...(line.fair ? [HOLDINGS_STATEMENT] : []),
+        lineStatement(integer(limit), line.fair),
       ]);
-      const nodes = read.at(-2)?.rows as NodeRoom[];
+      const locked = line.lockOwners ? new Set((read[exclusive ? 2 : 1].rows as { ownerId: string }[]).map((row) => row.ownerId)) : undefined;
+      const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];
+      const nodes = read.at(line.fair ? -3 : -2)?.rows as NodeRoom[];
       const pending = read.at(-1)?.rows as PendingExecution[];
-      const { claims, notes } = decide(pending, nodes);
+      const { claims, notes } = decide(pending, nodes, holdings, locked);
       const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
       const written = await batch([
         ...(notes.length > 0
@@ -507,8 +517,10 @@ export class ClusterRepository {
                            ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[])
                       AS c(id, node_id, prepared, event), cluster_jobs j
                WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
+                 AND ${OWNER_ACTIVE}
                RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
-                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared`,
+                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
+                         e.owner_id AS "ownerId", j.type`,
             ]
           : []),
         'COMMIT',
@@ -569,10 +581,12 @@ export class ClusterRepository {
    * Gives the CPUs of an execution this hub started, which still holds them as the database has it
    * (running, or its start not yet recorded), to one it prepared, which then takes them in
    * placement: the node is never seen emptier than it is. False, and nothing changed, when either
-   * has moved on (the first was stopped, its CPUs perhaps given to another; the second stopped).
+   * has moved on (the first was stopped, its CPUs perhaps given to another; the second stopped),
+   * or when the second's owner may not take them (inactive, at the cap `cap`, or behind a user
+   * holding fewer slots: see fair-share.ts); placement then decides.
    */
-  async handOver(hub: number, fromId: string, toId: string): Promise<boolean> {
-    return ((await runNamed(this.dataSource, HAND_OVER, [hub, fromId, toId])).rowCount ?? 0) > 0;
+  async handOver(hub: number, fromId: string, toId: string, cap: number | null): Promise<boolean> {
+    return ((await runNamed(this.dataSource, HAND_OVER, [hub, fromId, toId, cap])).rowCount ?? 0) > 0;
   }
 
   /** Puts back in line executions this hub prepared and let go of (those still pending). */
@@ -621,6 +635,17 @@ export class ClusterRepository {
     );
   }
 
+  /**
+   * The jobs with executions not started yet (pending, never launched) whose owner was deactivated
+   * (their name given) or deleted (null), from job_executions_owner_line_idx.
+   */
+  revokedPending(): Promise<{ jobId: string; userName: string | null }[]> {
+    return this.dataSource.query(
+      `SELECT DISTINCT e.job_id AS "jobId", u.user_name AS "userName" FROM job_executions e LEFT JOIN users u ON u.id = e.owner_id
+       WHERE e.status = 'pending' AND e.driver_ref IS NULL AND (e.owner_id IS NULL OR e.owner_id IN (SELECT i.id FROM users i WHERE NOT i.active))`,
+    );
+  }
+
   /** The executions of a job that have not ended. */
   unfinishedOf(jobId: string): Promise<{ id: string; status: ExecutionStatus; driverRef: string | null; executionDir: string }[]> {
     return this.dataSource.query(
@@ -656,7 +681,7 @@ export class ClusterRepository {
    * its start is written with its end; false, and nothing changed, when it was stopped meanwhile),
    * and gives its CPUs to `nextId`, which this hub prepared on its node, in one statement: the node
    * is never seen emptier than it is, and its CPUs are never booked twice. `handed` is false when
-   * the next was stopped meanwhile.
+   * the next was stopped meanwhile, or its owner may not take them (see handOver).
    */
   async endAndHandOver(
     hub: number,
@@ -664,8 +689,9 @@ export class ClusterRepository {
     expected: 'pending' | 'running',
     change: ExecutionChange,
     nextId: string,
+    cap: number | null,
   ): Promise<{ written: boolean; handed: boolean }> {
-    const values = [...transitionValues(id, expected, hub, change), nextId];
+    const values = [...transitionValues(id, expected, hub, change), nextId, cap];
     const [{ written, handed }] = (await runNamed<{ written: number; handed: number }>(this.dataSource, END_AND_HAND_OVER, values)).rows;
     return { written: written > 0, handed: handed > 0 };
   }

@@ -222,7 +222,7 @@ export class ClusterService {
     );
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.
-    this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY);
+    this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
     return toJobResponse(job);
   }
 

@@ -230,7 +230,7 @@ export class DiskReserve implements OnApplicationBootstrap {
   private async evict(execution: Watched, limit: 'disk' | 'maxDiskMiB', message: string): Promise<void> {
     this.sizes.delete(execution.id);
     // Only if it still runs (under its row lock): another hub may have ended it meanwhile.
-    if (!(await this.scheduler.stopExecution(execution, taskEvent('LimitExceeded', message, { limit }), true))) return;
+    if (!(await this.scheduler.stopExecution(execution, taskEvent('LimitExceeded', message, { limit }), 'running'))) return;
     try {
       await emptyWorkDir(execution.executionDir);
       await keepLogTails(execution.executionDir, KEPT_LOG_BYTES);

@@ -140,7 +140,9 @@ describe('the job path', () => {
     const record = join(dir('hub-path-record-'), 'started');
     writeFileSync(record, '');
     chmodSync(record, 0o666);
-    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    const hub = await startTestHub({
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: sharedDir },
+    });
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();
@@ -159,15 +161,17 @@ describe('the job path', () => {
     const record = join(dir('hub-path-record-'), 'started');
     writeFileSync(record, '');
     chmodSync(record, 0o666);
-    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-a-') } });
+    const first = await startTestHub({
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: dir('hub-path-a-') },
+    });
     const others = [
       await startTestHub({
         databaseUrl: first.databaseUrl,
-        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-b-') },
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: dir('hub-path-b-') },
       }),
       await startTestHub({
         databaseUrl: first.databaseUrl,
-        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: dir('hub-path-c-') },
+        env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: dir('hub-path-c-') },
       }),
     ];
     const hubs = [first, ...others];
@@ -194,10 +198,12 @@ describe('the job path', () => {
 
   it('leaves what a hub started to a live hub sharing its node when it dies, which settles it once', async () => {
     const sharedDir = dir('hub-path-takeover-');
-    const primary = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    const primary = await startTestHub({
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: sharedDir },
+    });
     const dying = await startTestHub({
       databaseUrl: primary.databaseUrl,
-      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir },
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: sharedDir },
     });
     try {
       const c = clientOf(primary);
@@ -431,7 +437,7 @@ describe('the job path', () => {
 
   it('starts another launcher when its launcher is killed, and what it had launched runs on and is settled', async () => {
     const sharedDir = dir('hub-path-launcher-');
-    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: sharedDir } });
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();
@@ -454,7 +460,9 @@ describe('the job path', () => {
 
   it('keeps nothing of finished jobs in memory: no start under way, no process handle, no listener per job', async () => {
     const sharedDir = dir('hub-path-memory-');
-    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_SHARED_DIR: sharedDir } });
+    const hub = await startTestHub({
+      env: { HUB_LOCAL_SLOTS: '2', HUB_MAX_ACTIVE_JOBS_PER_USER: '1000', HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_SHARED_DIR: sharedDir },
+    });
     try {
       const c = clientOf(hub);
       const profileId = await c.profileId();

@@ -55,6 +55,7 @@ const DEFAULTS: HubConfig = {
   maxActiveJobsPerUser: 100,
   jobDefaultMaxProcesses: 4096,
   jobDefaultMaxMemoryMiB: undefined,
+  maxRunningJobsPerUser: undefined,
   logLevel: 'info',
 };
 
@@ -90,6 +91,7 @@ const ALL_SETTINGS = [
   'HUB_MAX_ACTIVE_JOBS_PER_USER',
   'HUB_JOB_DEFAULT_MAX_PROCESSES',
   'HUB_JOB_DEFAULT_MAX_MEMORY_MIB',
+  'HUB_MAX_RUNNING_JOBS_PER_USER',
   'HUB_LOG_LEVEL',
 ];
 
@@ -165,6 +167,7 @@ describe('loadHubConfig', () => {
         HUB_MAX_ACTIVE_JOBS_PER_USER: '0',
         HUB_JOB_DEFAULT_MAX_PROCESSES: '512',
         HUB_JOB_DEFAULT_MAX_MEMORY_MIB: '2048',
+        HUB_MAX_RUNNING_JOBS_PER_USER: '0',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -197,6 +200,7 @@ describe('loadHubConfig', () => {
         maxActiveJobsPerUser: 0,
         jobDefaultMaxProcesses: 512,
         jobDefaultMaxMemoryMiB: 2048,
+        maxRunningJobsPerUser: 0,
         logLevel: 'debug',
       });
     });
@@ -266,6 +270,7 @@ describe('loadHubConfig', () => {
       ['HUB_JOB_DEFAULT_MAX_PROCESSES', '0'],
       ['HUB_JOB_DEFAULT_MAX_MEMORY_MIB', '0'],
       ['HUB_JOB_DEFAULT_MAX_MEMORY_MIB', '1.5'],
+      ['HUB_MAX_RUNNING_JOBS_PER_USER', '-1'],
     ])('refuses %s=%s', (name, value) => {
       expect(configurationErrorFor({ [name]: value })).toContain(name);
     });

@@ -75,6 +75,8 @@ export abstract class HubConfig {
   abstract readonly jobDefaultMaxProcesses: number;
   /** The local driver's `maxMemoryMiB` of an execution whose profile sets none; absent: from the memory the hub may use and its slots (see execution-bounds.ts). */
   abstract readonly jobDefaultMaxMemoryMiB?: number;
+  /** Batch executions one user may run at once on one node; absent: all its slots but one (none on a one-slot node); 0: no cap. */
+  abstract readonly maxRunningJobsPerUser?: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -330,6 +332,13 @@ class HubEnvironment {
   HUB_JOB_DEFAULT_MAX_MEMORY_MIB?: number = undefined;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(4096)
+  HUB_MAX_RUNNING_JOBS_PER_USER?: number = undefined;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -392,6 +401,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     maxActiveJobsPerUser: settings.HUB_MAX_ACTIVE_JOBS_PER_USER,
     jobDefaultMaxProcesses: settings.HUB_JOB_DEFAULT_MAX_PROCESSES,
     jobDefaultMaxMemoryMiB: settings.HUB_JOB_DEFAULT_MAX_MEMORY_MIB,
+    maxRunningJobsPerUser: settings.HUB_MAX_RUNNING_JOBS_PER_USER,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }
