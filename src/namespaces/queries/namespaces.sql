@@ -8,7 +8,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Seq Scan on namespaces namespace
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
   LIMIT 100
@@ -32,7 +32,7 @@ SELECT COUNT(*) AS "count"
 --                 Index Cond: (name ~~* '%data%'::text)
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY "namespace"."created" DESC, "namespace"."id" DESC
@@ -55,7 +55,7 @@ SELECT COUNT(*) AS "count"
 --                 Index Cond: (name ~~* '%00042-data%'::text)
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
@@ -82,7 +82,7 @@ SELECT COUNT(*) AS "count"
 --                 Index Cond: (name ~~* 'team-0004%'::text)
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
@@ -107,7 +107,7 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (created > '2026-01-01 02:30:00+00'::timestamp with time zone)
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."created" > CAST($1 AS timestamptz)
   ORDER BY "namespace"."created" DESC, "namespace"."id" DESC
@@ -126,7 +126,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Seq Scan on namespaces namespace
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY "namespace"."modified" DESC, "namespace"."id" DESC
   LIMIT 100
@@ -143,7 +143,7 @@ SELECT COUNT(*) AS "count"
 --     ->  Seq Scan on namespaces namespace
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
   LIMIT 100
@@ -165,7 +165,7 @@ SELECT COUNT(*) AS "count"
 --           Index Cond: (id = ANY ('{<id>}'::uuid[]))
 
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", "namespace"."version" AS "version", "namespace"."created" AS "created", "namespace"."modified" AS "modified"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."id" = ANY($1)
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
