@@ -175,3 +175,66 @@ async function seedOthers(step: (what: string, text: string) => Promise<void>, n
           (SELECT id FROM auth_domains WHERE name = 'seed-domain') d`,
   );
 }
+
+/** The size a real deployment gives the lists that stay small (docs/api-conventions.md "Shallow pages"). */
+export const DEPLOYMENT = { namespaces: 10_000, roles: 1_000, authDomains: 1_000, profiles: 1_000, profileBindings: 1_000, nodes: 100, groupMembers: 100 };
+
+/**
+ * Seeds the small lists at a deployment's size beside a million-row seed: namespaces (with their
+ * names and times spread as bench/run.ts's, `team-<i>-<family>`), roles, authentication domains,
+ * execution profiles and their bindings, nodes (to DEPLOYMENT.nodes with the four seeded ones) and
+ * the members of one group (`team-1`, with one group inside it). Names are deterministic.
+ */
+export async function seedDeployment(url: string, log: (line: string) => void = () => undefined): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const began = performance.now();
+  const d = DEPLOYMENT;
+  try {
+    await client.query(`
+      INSERT INTO namespaces (name, description, is_default, version, created, modified)
+      SELECT format('team-%s-%s', lpad(i::text, 5, '0'), (ARRAY['data','web','ml','ops','finance','hr','sales','infra','qa','research'])[1 + abs(hashint4(i)) % 10]),
+             'Namespace number ' || i, false, 1, '${SEED_EPOCH}'::timestamptz + make_interval(secs => i), '${SEED_EPOCH}'::timestamptz + make_interval(secs => 2 * i)
+      FROM generate_series(1, ${d.namespaces - SEED_NAMESPACES - 1}) i;
+      INSERT INTO roles (name, description, permissions, version, created, modified)
+      SELECT format('role-%s', lpad(i::text, 4, '0')), 'Role number ' || i, '[]', 1, '${SEED_EPOCH}'::timestamptz + make_interval(secs => i), '${SEED_EPOCH}'::timestamptz + make_interval(secs => i)
+      FROM generate_series(1, ${d.roles}) i;
+      INSERT INTO auth_domains (namespace_id, name, allow_personal_credentials, version, created, modified)
+      SELECT ns.id, format('domain-%s', lpad(ns.n::text, 4, '0')), ns.n % 2 = 0, 1, '${SEED_EPOCH}'::timestamptz + make_interval(secs => ns.n), '${SEED_EPOCH}'::timestamptz + make_interval(secs => ns.n)
+      FROM (SELECT id, row_number() OVER (ORDER BY name) AS n FROM namespaces WHERE name LIKE 'team-%') ns WHERE ns.n < ${d.authDomains};
+      INSERT INTO execution_profiles (name, description, version, created, modified)
+      SELECT format('profile-%s', lpad(i::text, 4, '0')), 'Profile number ' || i, 1, '${SEED_EPOCH}'::timestamptz + make_interval(secs => i), '${SEED_EPOCH}'::timestamptz + make_interval(secs => i)
+      FROM generate_series(1, ${d.profiles - 1}) i;
+      INSERT INTO execution_profile_bindings (id, execution_profile_id, namespace_id, is_default, version)
+      SELECT gen_random_uuid(), p.id, ns.id, false, 1
+      FROM (SELECT id, row_number() OVER (ORDER BY name) AS n FROM execution_profiles WHERE name LIKE 'profile-%') p
+      JOIN (SELECT id, row_number() OVER (ORDER BY name) AS n FROM namespaces WHERE name LIKE 'team-%') ns ON ns.n = p.n
+      UNION ALL
+      SELECT gen_random_uuid(), (SELECT id FROM execution_profiles WHERE name = 'Standard'), id, true, 1 FROM namespaces WHERE name = 'seed-ns-03';
+      INSERT INTO cluster_nodes (name, hostname, address, type, is_worker, is_server, status, labels, os, cpu, memory)
+      SELECT format('node-%s', lpad(i::text, 3, '0')), format('node-%s', i), format('10.1.%s.%s', i / 256, i % 256), 'local', true, i <= 3,
+             CASE WHEN i % 20 = 0 THEN 'down' ELSE 'ready' END, CASE WHEN i % 4 = 0 THEN '{gpu}'::text[] ELSE '{}'::text[] END, 'linux', 64, 262144
+      FROM generate_series(1, ${d.nodes - 4}) i;
+      INSERT INTO groups (name, version) VALUES ('team-inside-1', 1) ON CONFLICT DO NOTHING;
+      INSERT INTO group_user_members (group_id, user_id)
+      SELECT (SELECT id FROM groups WHERE name = 'team-1'), id FROM users WHERE user_name LIKE 'member-%' ORDER BY user_name LIMIT ${d.groupMembers};
+      INSERT INTO group_group_members (group_id, member_group_id)
+      SELECT (SELECT id FROM groups WHERE name = 'team-1'), (SELECT id FROM groups WHERE name = 'team-inside-1');
+      INSERT INTO group_user_members (group_id, user_id)
+      SELECT id, (SELECT id FROM users WHERE user_name = 'member-1') FROM groups WHERE name IN ('team-2', 'team-3', 'team-inside-1')`);
+    const tables = [
+      'namespaces',
+      'roles',
+      'auth_domains',
+      'execution_profiles',
+      'execution_profile_bindings',
+      'cluster_nodes',
+      'group_user_members',
+      'group_group_members',
+    ];
+    for (const table of tables) await client.query(`VACUUM ANALYZE ${table}`);
+    log(`deployment-size namespaces, roles, domains, profiles, bindings, nodes: ${((performance.now() - began) / 1000).toFixed(1)} s`);
+  } finally {
+    await client.end();
+  }
+}

@@ -39,6 +39,10 @@ export const USER_LIST_QUERY = defineListQuery({
       _created: 'users_created_idx',
       _modified: 'users_modified_idx',
     },
+    ordered: [
+      { filter: '_created', operators: ['LT', 'GT'], sorts: ['_created'] },
+      { filter: '_modified', operators: ['LT', 'GT'], sorts: ['_modified'] },
+    ],
   },
 });
 
@@ -66,6 +70,10 @@ export const GROUP_LIST_QUERY = defineListQuery({
       _created: 'groups_created_idx',
       _modified: 'groups_modified_idx',
     },
+    ordered: [
+      { filter: '_created', operators: ['LT', 'GT'], sorts: ['_created'] },
+      { filter: '_modified', operators: ['LT', 'GT'], sorts: ['_modified'] },
+    ],
   },
 });
 

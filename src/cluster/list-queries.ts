@@ -47,6 +47,12 @@ export const JOB_LIST_QUERY = defineListQuery({
       type: { unindexed: 'two values, each a large share of the jobs: the index of the sort finds a page sooner' },
       submitTime: 'cluster_jobs_submit_time_idx',
     },
+    ordered: [
+      { filter: 'submitTime', operators: ['LT', 'GT'], sorts: ['submitTime'] },
+      { filter: 'status', operators: ['EQ'], sorts: ['submitTime', 'status'] },
+      { filter: 'type', operators: ['EQ'], sorts: ['type'] },
+      { filter: 'name', operators: ['ST'], sorts: ['name'] },
+    ],
   },
   counts: [{ table: 'cluster_job_counts', filters: { status: 'status', type: 'type' }, namespace: 'namespace_id', owner: 'owner_id' }],
 });

@@ -4,8 +4,9 @@ import { deleteLocked, updateLocked } from '../common/database/locked-rows.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
-import { fetchListPage, whereInScope, type ListPage } from '../common/query/list-page.js';
+import { fetchListPage, isoTime, whereInScope, type ListPage } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
+import type { NamespaceListRow } from './dto/namespace.dto.js';
 import { Namespace } from './entities/namespace.entity.js';
 
 /** The client-settable state of a namespace. */
@@ -31,10 +32,12 @@ function conflictOf(error: unknown, name: string | undefined): unknown {
 export class NamespacesRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<Namespace>> {
-    return fetchListPage(
+  /** A page of namespaces, their times formatted by PostgreSQL: parsing each into a Date and formatting it again cost the hub more. */
+  list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<NamespaceListRow>> {
+    return fetchListPage<Namespace, NamespaceListRow>(
       whereInScope(this.dataSource.getRepository(Namespace).createQueryBuilder('namespace'), { namespace: 'namespace.id', item: 'namespace.id' }, scope),
       query,
+      { columns: ['id', 'name', 'description', 'isDefault'], extra: { created: isoTime('namespace.created'), modified: isoTime('namespace.modified') } },
     );
   }
 

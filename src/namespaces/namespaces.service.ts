@@ -11,7 +11,7 @@ import { message, type MessageDto } from '../common/http/message.dto.js';
 import { applyJsonPatch, type JsonPatch } from '../common/patch/json-patch.js';
 import type { ListQuery } from '../common/query/list-query.js';
 import { validateInput } from '../common/validation/validate-input.js';
-import { NamespaceInputDto, toNamespaceResponse, type NamespaceDto } from './dto/namespace.dto.js';
+import { NamespaceInputDto, toNamespaceListItem, toNamespaceResponse, type NamespaceDto } from './dto/namespace.dto.js';
 import type { Namespace } from './entities/namespace.entity.js';
 import { NamespacesRepository, type NamespaceChanges } from './namespaces.repository.js';
 
@@ -102,7 +102,7 @@ export class NamespacesService {
 
   /** The namespaces in `scope` (those where the caller may read them). */
   async query(_caller: Caller, query: ListQuery, scope: NamespaceScope): Promise<ListEnvelope<NamespaceDto>> {
-    return toListEnvelope(await this.namespaces.list(query, scope), query, toNamespaceResponse);
+    return toListEnvelope(await this.namespaces.list(query, scope), query, toNamespaceListItem);
   }
 
   /** A namespace's id and name, by id or by name (ignoring case), for other areas; null when there is none. */

@@ -3,7 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
-import { fetchListPage, whereFilters, whereInScope, type ListPage } from '../common/query/list-page.js';
+import { fetchListPage, runListStatement, whereFilters, whereInScope, type ListPage } from '../common/query/list-page.js';
 import type { FilterCondition, ListQuery } from '../common/query/list-query.js';
 import { ADMINISTRATOR_ROLE } from './built-in-roles.js';
 import type { RoleBindingRow } from './dto/role-binding.dto.js';
@@ -77,7 +77,7 @@ export class RoleBindingsRepository {
   /** Deletes the bindings matching every filter, but protected ones; returns how many. */
   async deleteWhere(filters: readonly FilterCondition[]): Promise<number> {
     const [select, parameters] = whereFilters(this.bindings().select('binding."id"'), filters).andWhere('NOT binding."protected"').getQueryAndParameters();
-    const [, count]: [unknown, number] = await this.dataSource.query(`DELETE FROM role_bindings WHERE id IN (${select})`, parameters);
+    const [, count] = await runListStatement<[unknown, number]>(this.dataSource, `DELETE FROM role_bindings WHERE id IN (${select})`, parameters);
     return count;
   }
 }

@@ -169,12 +169,60 @@ describe('defineListQuery: the indexes behind a list', () => {
       new Error('List query over x.id: declares an index for unknown filter mine'),
     );
   });
+
+  it('names an ordered filter without an index declaration, or ordered by a sort the list lacks', () => {
+    const indexes = { sorts: { name: 'a', created: 'b' }, filters: { name: 'c' } };
+    expect(() => defineListQuery({ ...BASE, indexes: { ...indexes, ordered: [{ filter: 'mine', operators: ['EQ'], sorts: ['size'] }] } })).toThrow(
+      new Error('List query over x.id: declares an ordered filter mine it has no index for; declares mine ordered by unknown sort size'),
+    );
+  });
+});
+
+describe('parseListQuery: how a shallow page is read', () => {
+  const GROWING = defineListQuery({
+    filters: {
+      name: { column: 'x.name', type: 'string', operators: ['EQ', 'CO'] },
+      created: { column: 'x.created', type: 'datetime', operators: ['LT', 'GT'] },
+      mine: { type: 'boolean', operators: ['EQ'] },
+    },
+    sorts: { name: 'x.name', created: 'x.created' },
+    defaultSort: 'name',
+    tieBreaker: 'x.id',
+    indexes: {
+      sorts: { name: 'x_name_idx', created: 'x_created_idx' },
+      filters: { name: ['x_name_idx', 'x_name_trgm_idx'], created: 'x_created_idx' },
+      ordered: [
+        { filter: 'name', operators: ['EQ'], sorts: ['name', 'created'] },
+        { filter: 'created', operators: ['LT', 'GT'], sorts: ['created'] },
+      ],
+    },
+  });
+
+  it('marks a list that declares its indexes as growing, a small one not', () => {
+    expect(parseListQuery(GROWING, {}).growing).toBe(true);
+    expect(parseListQuery(SPEC, {}).growing).toBe(false);
+  });
+
+  it.each([
+    ['no filter', {}, []],
+    ['an equality that leads the sort index', { 'filter[name][EQ]': 'a' }, []],
+    ['an equality that leads the index of another sort', { 'filter[name][EQ]': 'a', sort: '-created' }, []],
+    ['a range of the sort column', { 'filter[created][GT]': '2026-01-01T00:00:00Z', sort: 'created' }, []],
+    ['a CO match, which no sort index serves in its order', { 'filter[name][CO]': 'a' }, ['name']],
+    ['a range of another column than the sort', { 'filter[created][GT]': '2026-01-01T00:00:00Z' }, ['created']],
+    ['two unordered conditions on one field, named once', { 'filter[name][CO]': 'a', 'filter[created][LT]': '2026-01-01T00:00:00Z' }, ['name', 'created']],
+    ['a filter the operation applies itself', { 'filter[mine][EQ]': 'true' }, []],
+  ])('finds the filters the sort index does not serve in order: %s', (_what, raw: RawQuery, unordered) => {
+    expect(parseListQuery(GROWING, raw).unordered).toEqual(unordered);
+  });
 });
 
 describe('parseListQuery defaults', () => {
   it('reads an empty query as the first page of 100 in the default sort, unfiltered and unprojected', () => {
     expect(parseListQuery(SPEC, {})).toEqual({
       filters: [],
+      growing: false,
+      unordered: [],
       offset: 0,
       limit: 100,
       sort: { key: 'name', column: 'lower(thing.name)', descending: false, tieBreaker: 'thing.id' },

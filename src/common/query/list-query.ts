@@ -58,6 +58,20 @@ export interface Unindexed {
 export interface ListIndexes {
   readonly sorts: Readonly<Record<string, IndexUse>>;
   readonly filters: Readonly<Record<string, IndexUse>>;
+  /**
+   * Filters whose matches the index of a sort returns in that sort's order, with these operators:
+   * a range of the sort's own column, or an equality on a column that leads the sort's index. A
+   * shallow page of them is read along that index with a plain `ORDER BY … LIMIT`; any other
+   * filter has its page found by its keys first (docs/api-conventions.md "Shallow pages").
+   */
+  readonly ordered?: readonly OrderedFilter[];
+}
+
+/** A filter a sort's index serves in its order (ListIndexes.ordered). */
+export interface OrderedFilter {
+  readonly filter: string;
+  readonly operators: readonly FilterOperator[];
+  readonly sorts: readonly string[];
 }
 
 /** An index by name, the indexes of each branch of a union, or why none is needed. */
@@ -124,6 +138,10 @@ export interface SortOrder {
 
 export interface ListQuery {
   readonly filters: readonly FilterCondition[];
+  /** The list can grow large (it declares its indexes) rather than stays small. */
+  readonly growing: boolean;
+  /** The fields of the request's filters whose matches the sort's index does not return in its order (ListIndexes.ordered). */
+  readonly unordered: readonly string[];
   readonly offset: number;
   readonly limit: number;
   readonly sort: SortOrder;
@@ -158,6 +176,11 @@ function undeclared(spec: ListQuerySpec): string[] {
     if (unknown.length > 0) problems.push(`declares an index for unknown ${what} ${unknown.join(', ')}`);
   };
   check('sort', Object.keys(spec.sorts), indexes.sorts);
+  for (const ordered of indexes.ordered ?? []) {
+    if (!Object.hasOwn(indexes.filters, ordered.filter)) problems.push(`declares an ordered filter ${ordered.filter} it has no index for`);
+    const unknown = ordered.sorts.filter((key) => !Object.hasOwn(spec.sorts, key));
+    if (unknown.length > 0) problems.push(`declares ${ordered.filter} ordered by unknown sort ${unknown.join(', ')}`);
+  }
   // Filters the operation applies itself (no column) are its own to make fast.
   check(
     'filter',
@@ -295,14 +318,11 @@ function sortOrder(spec: ListQuerySpec, value: string): SortOrder {
 
 function parseSort(spec: ListQuerySpec, raw: string | readonly string[] | undefined, errors: FieldError[]): SortOrder {
   if (raw === undefined) return sortOrder(spec, spec.defaultSort);
+  if (typeof raw === 'string' && Object.hasOwn(spec.sorts, raw.replace(/^-/, ''))) return sortOrder(spec, raw);
+  // What a reply names, made only for one (every list request paid for it).
   const allowed = Object.keys(spec.sorts).flatMap((key) => [key, `-${key}`]);
-  if (typeof raw !== 'string' || raw.includes(',')) {
-    errors.push({ path: 'sort', message: `takes one value: ${allowed.join(', ')}` });
-  } else if (!Object.hasOwn(spec.sorts, raw.replace(/^-/, ''))) {
-    errors.push({ path: 'sort', message: `must be one of ${allowed.join(', ')}` });
-  } else {
-    return sortOrder(spec, raw);
-  }
+  if (typeof raw !== 'string' || raw.includes(',')) errors.push({ path: 'sort', message: `takes one value: ${allowed.join(', ')}` });
+  else errors.push({ path: 'sort', message: `must be one of ${allowed.join(', ')}` });
   return sortOrder(spec, spec.defaultSort);
 }
 
@@ -335,7 +355,15 @@ export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
   const sort = parseSort(spec, raw.sort, errors);
   const projection = parseProjection(spec.projection, raw, errors);
   if (errors.length > 0) throw invalidQuery(errors);
-  return { filters, offset, limit, sort, projection };
+  return { filters, growing: spec.indexes !== undefined, unordered: unorderedFilters(spec, filters, sort), offset, limit, sort, projection };
+}
+
+/** The fields of these filters (with a column) whose matches the sort's index does not return in its order. */
+function unorderedFilters(spec: ListQuerySpec, filters: readonly FilterCondition[], sort: SortOrder): string[] {
+  const ordered = spec.indexes?.ordered ?? [];
+  const inOrder = (condition: FilterCondition) =>
+    ordered.some((entry) => entry.filter === condition.field && entry.operators.includes(condition.operator) && entry.sorts.includes(sort.key));
+  return [...new Set(filters.filter((condition) => condition.spec.column !== undefined && !inOrder(condition)).map((condition) => condition.field))];
 }
 
 /** `page[offset]` and `page[limit]` alone, checked as a list's are, for an operation that takes them without being a list. */

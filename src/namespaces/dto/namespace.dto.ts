@@ -39,6 +39,14 @@ export class NamespaceDto {
 export class NamespaceListDto extends ListOf(NamespaceDto) {}
 
 /** Absent values are `undefined`, which JSON leaves out. */
+/** A namespace as its list reads it: the times formatted by PostgreSQL (NamespacesRepository.list). */
+export type NamespaceListRow = Pick<Namespace, 'id' | 'name' | 'description' | 'isDefault'> & { readonly created: string; readonly modified: string };
+
+/** A list's item: as toNamespaceResponse, from a row whose times are ISO strings already. */
+export function toNamespaceListItem(row: NamespaceListRow): NamespaceDto {
+  return { _id: row.id, _created: row.created, _modified: row.modified, name: row.name, description: row.description ?? undefined, isDefault: row.isDefault };
+}
+
 export function toNamespaceResponse(namespace: Namespace): NamespaceDto {
   return {
     _id: namespace.id,
