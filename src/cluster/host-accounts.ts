@@ -22,6 +22,15 @@ export interface HostAccount {
 /** What a name turned out to be: an account, or none. */
 type Found = HostAccount | undefined;
 
+/** An account, with what makes it unfit to be a job's identity, if anything. */
+export interface AccountFacts {
+  readonly account: HostAccount;
+  /** The groups of `HUB_JOB_FORBIDDEN_GROUPS` it is in, its primary group included. */
+  readonly forbiddenGroups: readonly string[];
+  /** The other accounts that hold its uid; undefined when the host does not list its accounts. */
+  readonly sharing: readonly string[] | undefined;
+}
+
 /** What the host said, at one moment. */
 interface Snapshot {
   readonly version: string;
@@ -56,35 +65,30 @@ const entries = (text: string) =>
  * The host's accounts and groups, read through NSS (getent, id: LDAP and the like count) for the
  * checks of job identities (api-map §1, docs/security.md). Each read spawns a process (20 to 40 ms
  * each on a loaded machine, against a job path of about 10 ms), so what was read is kept until
- * `/etc/passwd` or `/etc/group` changes — two stat calls per look, about 20 µs — or a minute has
- * passed, for accounts that NSS takes from elsewhere.
+ * `/etc/passwd` or `/etc/group` changes — two stat calls per submission, 20 µs on a quiet
+ * machine, 110 µs on a loaded one — or a minute has passed, for accounts that NSS takes from
+ * elsewhere.
  */
 export class HostAccounts {
   private snapshot?: Promise<Snapshot>;
 
   constructor(private readonly forbiddenGroups: readonly string[]) {}
 
-  /** The account named `name`, with its groups; undefined when the host has none. */
-  async account(name: string): Promise<Found> {
-    const snapshot = await this.current();
-    let found = snapshot.accounts.get(name);
+  /** The account named `name`, with its groups and what the host says of them; undefined when the host has none. */
+  async facts(name: string): Promise<AccountFacts | undefined> {
+    const { accounts, holders, forbidden } = await this.current();
+    let found = accounts.get(name);
     if (!found) {
       found = lookUp(name);
-      snapshot.accounts.set(name, found);
+      accounts.set(name, found);
     }
-    return found;
-  }
-
-  /** The other accounts that hold `account`'s uid; undefined when the host does not list its accounts. */
-  async sharing(account: HostAccount): Promise<string[] | undefined> {
-    const { holders } = await this.current();
-    return holders && (holders.get(account.uid) ?? []).filter((name) => name !== account.name);
-  }
-
-  /** The forbidden groups (of `HUB_JOB_FORBIDDEN_GROUPS`, by name) `account` is in, its primary group included. */
-  async forbiddenGroupsOf(account: HostAccount): Promise<string[]> {
-    const { forbidden } = await this.current();
-    return [...new Set([account.gid, ...account.groups])].flatMap((gid) => forbidden.get(gid) ?? []);
+    const account = await found;
+    if (!account) return undefined;
+    return {
+      account,
+      forbiddenGroups: [...new Set([account.gid, ...account.groups])].flatMap((gid) => forbidden.get(gid) ?? []),
+      sharing: holders && (holders.get(account.uid) ?? []).filter((other) => other !== account.name),
+    };
   }
 
   private current(): Promise<Snapshot> {

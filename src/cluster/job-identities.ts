@@ -116,16 +116,15 @@ export class JobIdentities {
 
   /** The account named `name` when `userId`'s jobs may run as it, else why not. */
   private async judge(name: string, userId: string): Promise<{ account: HostAccount } | { reason: string }> {
-    const account = await this.hostAccounts.account(name);
-    if (!account) return { reason: 'the host has no such account' };
+    const facts = await this.hostAccounts.facts(name);
+    if (!facts) return { reason: 'the host has no such account' };
+    const { account, forbiddenGroups: forbidden, sharing } = facts;
     if (account.uid === 0 || SERVICE_ACCOUNTS.has(account.name)) return { reason: `it is a service account (uid ${account.uid})` };
     if (account.uid === this.hubUid || account.name === this.hubUser) return { reason: "it is the hub's own account" };
     if (account.uid < FIRST_ORDINARY_UID || account.uid === NOBODY_UID)
       return { reason: `its uid ${account.uid} is a system account's (below ${FIRST_ORDINARY_UID}, or nobody)` };
     if (account.gid === 0) return { reason: 'its primary group is 0 (root)' };
-    const forbidden = await this.hostAccounts.forbiddenGroupsOf(account);
     if (forbidden.length > 0) return { reason: `it is in the group ${forbidden.map((group) => `'${group}'`).join(', ')} (HUB_JOB_FORBIDDEN_GROUPS)` };
-    const sharing = await this.hostAccounts.sharing(account);
     if (sharing && sharing.length > 0)
       return { reason: `its uid ${account.uid} is shared with the account ${sharing.map((other) => `'${other}'`).join(', ')}` };
     if (await this.allocatedToAnother(account.uid, userId)) return { reason: `its uid ${account.uid} is allocated to another hub user` };
