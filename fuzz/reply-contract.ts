@@ -53,7 +53,7 @@ export interface ContractReply {
 /** What the check found: the operation, named as `GET /path/{id} (operationId)`, and each violation. */
 export interface ContractCheck {
   readonly operation: string;
-  /** Undefined when the reply is outside the document (OUTSIDE_THE_DOCUMENT). */
+  /** False when the reply is outside the document (OUTSIDE_THE_DOCUMENT): nothing was checked. */
   readonly checked: boolean;
   readonly violations: readonly string[];
 }
@@ -65,7 +65,21 @@ const DOCUMENT_ID = 'hub-openapi.json';
  * objects, and the document's own fields (the document is added as a schema whose parts are referred
  * to; its root is compiled, and these words are then known and skipped).
  */
-const OPENAPI_WORDS = ['example', 'xml', 'externalDocs', 'discriminator', 'openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags'];
+const OPENAPI_WORDS = [
+  'example',
+  'xml',
+  'externalDocs',
+  'discriminator',
+  'openapi',
+  'info',
+  'jsonSchemaDialect',
+  'servers',
+  'paths',
+  'webhooks',
+  'components',
+  'security',
+  'tags',
+];
 
 /** `application/problem+json; charset=utf-8` → `application/problem+json`. */
 function mediaTypeOf(contentType: string): string {
@@ -170,7 +184,11 @@ export class ReplyContract {
       };
     const response = responses[statusKey];
     const pointer = `#/paths/${pointerToken(route)}/${method}/responses/${statusKey}`;
-    return { operation: name, checked: true, violations: [...this.contentViolations(reply, response, pointer), ...this.headerViolations(reply, response, pointer)] };
+    return {
+      operation: name,
+      checked: true,
+      violations: [...this.contentViolations(reply, response, pointer), ...this.headerViolations(reply, response, pointer)],
+    };
   }
 
   /** A request no route took (an unknown path, a URL the router refused) is answered with a problem, 4xx. */
@@ -232,7 +250,10 @@ export class ReplyContract {
         validate = this.ajv.compile({ $ref: `${DOCUMENT_ID}${schemaPointer}` });
         this.validators.set(schemaPointer, validate);
       }
-      if (!validate(Array.isArray(value) ? value.join(', ') : String(value))) violations.push(`header ${name}: ${described(validate.errors).join('; ')}`);
+      const written = Array.isArray(value) ? value.join(', ') : String(value);
+      // A header is text; a schema of a number is met by its decimal form.
+      const numeric = ['integer', 'number'].includes(String(header.schema.type)) && /^-?[0-9]+(\.[0-9]+)?$/.test(written);
+      if (!validate(numeric ? Number(written) : written)) violations.push(`header ${name}: ${described(validate.errors).join('; ')}`);
     }
     return violations;
   }

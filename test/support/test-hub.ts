@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -67,8 +67,26 @@ export function problemPaths(response: InjectResponse): string[] {
 const REPLY_CHECK = process.env.HUB_TEST_REPLY_CHECK ?? 'on';
 const REPLY_LOG = process.env.HUB_TEST_REPLY_LOG;
 
-/** The document, read from the first hub of the test file, and the validators compiled from it as replies come. */
+/** The document, read once a run (see runDocument), and the validators compiled from it as replies come. */
 let contract: Promise<ReplyContract> | undefined;
+
+/**
+ * The hub's document, built by the first hub of the run that needs it and kept in a file named
+ * after the run's template database, so that the other test files read it rather than each hub
+ * building it again (the code under test is the same for the whole run).
+ */
+async function runDocument(app: NestFastifyApplication): Promise<ContractDocument> {
+  const file = join(tmpdir(), `hub-openapi-${process.env[TEMPLATE_VARIABLE] ?? 'run'}.json`);
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ContractDocument;
+  } catch {
+    const reply = await app.inject({ method: 'GET', url: '/api/openapi.json' });
+    const partial = `${file}.${process.pid}`;
+    writeFileSync(partial, reply.body);
+    renameSync(partial, file);
+    return reply.json<ContractDocument>();
+  }
+}
 
 /** The route that took each request (`undefined`: none did), by the raw response `inject` hands back. */
 const routes = new WeakMap<object, string | undefined>();
@@ -82,7 +100,7 @@ function recordRoutes(fastify: FastifyInstance): void {
 
 async function checkedReply(app: NestFastifyApplication, options: InjectOptions, response: InjectResponse): Promise<InjectResponse> {
   const started = performance.now();
-  contract ??= app.inject({ method: 'GET', url: '/api/openapi.json' }).then((reply) => new ReplyContract(reply.json<ContractDocument>()));
+  contract ??= runDocument(app).then((document) => new ReplyContract(document));
   const raw = response.raw.res as object;
   const check = (await contract).check({
     method: options.method ?? 'GET',
@@ -92,7 +110,11 @@ async function checkedReply(app: NestFastifyApplication, options: InjectOptions,
     body: response.rawPayload,
   });
   if (!check.checked) return response;
-  if (REPLY_LOG) appendFileSync(REPLY_LOG, `${JSON.stringify({ operation: check.operation, status: response.statusCode, violations: check.violations, ms: performance.now() - started })}\n`);
+  if (REPLY_LOG)
+    appendFileSync(
+      REPLY_LOG,
+      `${JSON.stringify({ operation: check.operation, status: response.statusCode, violations: check.violations, ms: performance.now() - started })}\n`,
+    );
   if (check.violations.length > 0 && REPLY_CHECK === 'on')
     throw new Error(
       `The reply does not match the OpenAPI document: ${check.operation} answered ${response.statusCode}:\n  - ${check.violations.join('\n  - ')}`,
