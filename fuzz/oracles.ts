@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { HubResponse, Operation } from './requests.js';
+import type { ReplyContract } from './reply-contract.js';
+import type { HubRequest, HubResponse, Operation } from './requests.js';
 
 /** An error reply is at most this big whatever the request (api-map §0). */
 export const MAX_PROBLEM_BYTES = 64 * 1024;
@@ -25,6 +26,22 @@ export function checkReply(operation: Operation, response: HubResponse, unauthen
     findings.push({ oracle: 'a request without valid credentials is 401', detail: `answered ${response.status}` });
   if (response.status >= 400) findings.push(...problemFindings(response));
   return findings;
+}
+
+/**
+ * The reply is one its operation documents (status, media type, body schema, documented headers:
+ * fuzz/reply-contract.ts); a request whose path no longer names a route (a mutated path) gets a
+ * 4xx problem. The route is found from the path the request was sent to, as the hub's router would.
+ */
+export function contractFindings(contract: ReplyContract, request: HubRequest, response: HubResponse): Finding[] {
+  const { violations } = contract.check({
+    method: request.method,
+    route: contract.routeOf(request.method, request.path),
+    status: response.status,
+    headers: response.headers,
+    body: response.body,
+  });
+  return violations.length === 0 ? [] : [{ oracle: 'every reply is one its operation documents', detail: violations.join('; ').slice(0, 1000) }];
 }
 
 function problemFindings(response: HubResponse): Finding[] {

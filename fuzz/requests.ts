@@ -26,6 +26,7 @@ interface OperationObject {
 }
 
 export interface OpenApiDocument {
+  readonly openapi: string;
   readonly paths: Record<string, Record<string, OperationObject>>;
   readonly components: { readonly schemas: Record<string, Schema> };
 }

@@ -4,7 +4,8 @@ import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { ADMIN_PASSWORD, ADMIN_USER, JWT_SECRET, startHub, type HubProcess } from './hub-process.js';
 import { MUTATIONS, type Credentials, type Mutation } from './mutations.js';
-import { checkReply, StateSnapshot, type Finding } from './oracles.js';
+import { checkReply, contractFindings, StateSnapshot, type Finding } from './oracles.js';
+import { ReplyContract } from './reply-contract.js';
 import {
   collectionOf,
   Draw,
@@ -86,6 +87,7 @@ function learnedUnder(template: string): string {
 async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ failures: Failure[]; requests: number; statuses: Map<string, number> }> {
   const document = (await (await fetch(`${hub.url}/api/openapi.json`)).json()) as OpenApiDocument;
   const operations = operationsOf(document);
+  const contract = new ReplyContract(document);
   let token = await login(hub);
   const credentials = (): Credentials => ({ token, jwtSecret: JWT_SECRET, userName: ADMIN_USER });
   const pools = new Pools();
@@ -149,7 +151,8 @@ async function fuzz(hub: HubProcess, draw: Draw, deadline: number): Promise<{ fa
       }
       const statusKey = mutation ? `${mutation.kind} ${response.status}` : `valid ${response.status} ${operation.id}`;
       statuses.set(statusKey, (statuses.get(statusKey) ?? 0) + 1);
-      for (const finding of checkReply(operation, response, mutation?.unauthenticated === true)) fail(operation, mutation, response.status, request, finding);
+      for (const finding of [...checkReply(operation, response, mutation?.unauthenticated === true), ...contractFindings(contract, request, response)])
+        fail(operation, mutation, response.status, request, finding);
       const after = await snapshot.take();
       const changed = StateSnapshot.changed(before, after);
       if (response.status >= 400 && changed.length > 0)

@@ -3,7 +3,6 @@ import { ApiTags } from '@nestjs/swagger';
 import { ListDenials, ListScope, type ItemDenials, type NamespaceScope } from '../common/http/access-scope.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import type { ByteWindowReply } from '../common/http/byte-reply.js';
-import { MessageDto } from '../common/http/message.dto.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
 import { Route } from '../common/http/route.decorator.js';
 import { ListParams, ResourceId } from '../common/http/route-params.js';
@@ -188,7 +187,7 @@ export class ClusterController {
     description: `logname is stdout or stderr; the reply's msg is the window's text. ${RAW} Checked as its job. ${OWN}`,
     access: { object: '/ClusterJobs/{jobExecutionId}', action: 'Read', namespace: EXECUTION, self: { owner: true } },
     query: WINDOW,
-    response: MessageDto,
+    bytes: true,
   })
   readLog(
     @CurrentCaller() caller: Caller,
@@ -207,7 +206,7 @@ export class ClusterController {
     description: `path is relative to the working directory (empty: the directory itself); .., absolute paths and links out of it are refused. ${RAW} Checked as its job. ${OWN}`,
     access: { object: '/ClusterJobs/{jobExecutionId}', action: 'Read', namespace: EXECUTION, self: { owner: true } },
     query: { path: 'A path relative to the working directory', offset: WINDOW.offset, limit: WINDOW.limit },
-    response: MessageDto,
+    bytes: true,
   })
   readFile(
     @CurrentCaller() caller: Caller,

@@ -1,7 +1,9 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
+import { ReplyContract, type ContractDocument } from '../../fuzz/reply-contract.js';
 import { AppModule } from '../../src/app.module.js';
 import { loadHubConfig } from '../../src/common/config/hub-config.js';
 import { createHubApp } from '../../src/common/http/hub-app.js';
@@ -56,6 +58,70 @@ export function problemPaths(response: InjectResponse): string[] {
   return (response.json<{ errors: { path: string }[] }>().errors ?? []).map((error) => error.path);
 }
 
+/**
+ * Every reply a spec sees is checked against the hub's own OpenAPI document (fuzz/reply-contract.ts):
+ * a reply the document does not describe fails the spec that asked for it, naming the operation and
+ * what is wrong. `HUB_TEST_REPLY_CHECK=off` turns the check off (to time it), `=report` records
+ * violations without failing; `HUB_TEST_REPLY_LOG=<file>` appends one JSON line per reply checked.
+ */
+const REPLY_CHECK = process.env.HUB_TEST_REPLY_CHECK ?? 'on';
+const REPLY_LOG = process.env.HUB_TEST_REPLY_LOG;
+
+/** The document, read once a run (see runDocument), and the validators compiled from it as replies come. */
+let contract: Promise<ReplyContract> | undefined;
+
+/**
+ * The hub's document, built by the first hub of the run that needs it and kept in a file named
+ * after the run's template database, so that the other test files read it rather than each hub
+ * building it again (the code under test is the same for the whole run).
+ */
+async function runDocument(app: NestFastifyApplication): Promise<ContractDocument> {
+  const file = join(tmpdir(), `hub-openapi-${process.env[TEMPLATE_VARIABLE] ?? 'run'}.json`);
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ContractDocument;
+  } catch {
+    const reply = await app.inject({ method: 'GET', url: '/api/openapi.json' });
+    const partial = `${file}.${process.pid}`;
+    writeFileSync(partial, reply.body);
+    renameSync(partial, file);
+    return reply.json<ContractDocument>();
+  }
+}
+
+/** The route that took each request (`undefined`: none did), by the raw response `inject` hands back. */
+const routes = new WeakMap<object, string | undefined>();
+
+function recordRoutes(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    routes.set(reply.raw, request.routeOptions.url);
+    done();
+  });
+}
+
+async function checkedReply(app: NestFastifyApplication, options: InjectOptions, response: InjectResponse): Promise<InjectResponse> {
+  const started = performance.now();
+  contract ??= runDocument(app).then((document) => new ReplyContract(document));
+  const raw = response.raw.res as object;
+  const check = (await contract).check({
+    method: options.method ?? 'GET',
+    route: routes.get(raw),
+    status: response.statusCode,
+    headers: response.headers,
+    body: response.rawPayload,
+  });
+  if (!check.checked) return response;
+  if (REPLY_LOG)
+    appendFileSync(
+      REPLY_LOG,
+      `${JSON.stringify({ operation: check.operation, status: response.statusCode, violations: check.violations, ms: performance.now() - started })}\n`,
+    );
+  if (check.violations.length > 0 && REPLY_CHECK === 'on')
+    throw new Error(
+      `The reply does not match the OpenAPI document: ${check.operation} answered ${response.statusCode}:\n  - ${check.violations.join('\n  - ')}`,
+    );
+  return response;
+}
+
 export interface TestHubOptions {
   /** Settings to override. */
   readonly env?: Record<string, string>;
@@ -94,7 +160,7 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
     });
     const destination = logs && { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
     const logger = createRootLogger(config.logLevel, destination);
-    return createHubApp(AppModule.register(config, logger), logger);
+    return createHubApp(AppModule.register(config, logger), logger, REPLY_CHECK === 'off' ? undefined : recordRoutes);
   };
   try {
     app = await start();
@@ -102,7 +168,10 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
     await cleanUp();
     throw error;
   }
-  const inject = (options: InjectOptions) => app.inject(options);
+  const inject = async (options: InjectOptions) => {
+    const response = await app.inject(options);
+    return REPLY_CHECK === 'off' ? response : checkedReply(app, options, response);
+  };
   const login = async (username: string, password: string) => {
     const response = await inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password } });
     if (response.statusCode !== 200) throw new Error(`Login as ${username} failed: ${response.body}`);

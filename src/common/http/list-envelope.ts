@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, PartialType } from '@nestjs/swagger';
 import { applyProjection } from '../query/projection.js';
 import type { ListPage } from '../query/list-page.js';
 import type { ListQuery } from '../query/list-query.js';
@@ -10,6 +10,9 @@ export interface ListEnvelope<T> {
   data: Partial<T>[];
 }
 
+/** The item type of each class `ListOf` made, for `Projected`. */
+const LIST_ITEMS = new WeakMap<object, Type<unknown>>();
+
 /** The named OpenAPI schema of a list of `item`s: `class NamespaceListDto extends ListOf(NamespaceDto) {}`. */
 export function ListOf<T>(item: Type<T>): Type<ListEnvelope<T>> {
   class ListDto {
@@ -19,7 +22,37 @@ export function ListOf<T>(item: Type<T>): Type<ListEnvelope<T>> {
     @ApiProperty({ type: [item] })
     data!: T[];
   }
+  LIST_ITEMS.set(ListDto, item);
   return ListDto;
+}
+
+/** The item type of a `ListOf` class or a class extending one. */
+function listItemOf(type: Type<unknown>): Type<unknown> | undefined {
+  for (let base: object | null = type; base; base = Object.getPrototypeOf(base) as object | null) {
+    const item = LIST_ITEMS.get(base);
+    if (item) return item;
+  }
+  return undefined;
+}
+
+const PROJECTED = new Map<Type<unknown>, Type<unknown>>();
+
+/**
+ * The reply schema of an operation that takes `fields`/`excludeFields`, named `Projected<Name>`:
+ * `fields` keeps only the fields it names, so a projection can leave out any field of an entity and
+ * the projected schema requires none (a list still has its `totalCount` and `data`, whose items
+ * require none). The schema of the whole entity stays as strict as it is true for every other
+ * operation. `@Route` documents every projected reply with it, so no area declares it.
+ */
+export function Projected(type: Type<unknown>): Type<unknown> {
+  let projected = PROJECTED.get(type);
+  if (!projected) {
+    const item = listItemOf(type);
+    projected = item ? ListOf(Projected(item)) : PartialType(type);
+    Object.defineProperty(projected, 'name', { value: `Projected${type.name}` });
+    PROJECTED.set(type, projected);
+  }
+  return projected;
 }
 
 /** The `{total, data}` envelope of cluster lists (hub-interface §4.1 names their count `total`). */

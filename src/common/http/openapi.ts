@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject, type ReferenceObject, type SchemaObject } from '@nestjs/swagger';
 import { HUB_VERSION } from '../hub-version.js';
 
 const DESCRIPTION = `Management API of the compute hub.
@@ -15,6 +15,31 @@ const DESCRIPTION = `Management API of the compute hub.
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 /**
+ * Reply schemas are closed: every object schema a reply can hold (named or inline, nested at any
+ * depth) gets `additionalProperties: false` unless it states its own (a documented map), so the
+ * document lists every property the hub sends and a client, or the tests' check of every reply
+ * (fuzz/reply-contract.ts), can tell an undocumented field. Schemas only requests use stay as the
+ * DTOs declare them (inputs accept the server-owned fields they ignore, hidden from the document).
+ */
+function closeReplySchemas(document: OpenAPIObject): void {
+  const named = document.components?.schemas ?? {};
+  const seen = new Set<object>();
+  const close = (schema: SchemaObject | ReferenceObject | undefined): void => {
+    if (!schema || seen.has(schema)) return;
+    seen.add(schema);
+    if ('$ref' in schema) return close(named[schema.$ref.slice(schema.$ref.lastIndexOf('/') + 1)]);
+    const composed = [...(schema.allOf ?? []), ...(schema.oneOf ?? []), ...(schema.anyOf ?? [])];
+    if (schema.properties && schema.additionalProperties === undefined && composed.length === 0) schema.additionalProperties = false;
+    const map = typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined;
+    for (const child of [...Object.values(schema.properties ?? {}), schema.items, map, ...composed]) close(child);
+  };
+  for (const operations of Object.values(document.paths))
+    for (const operation of METHODS.map((method) => operations[method]))
+      for (const response of Object.values(operation?.responses ?? {}))
+        if (response && !('$ref' in response)) for (const media of Object.values(response.content ?? {})) close(media.schema);
+}
+
+/**
  * What the decorators cannot say: `@Route` gives every operation that needs credentials its
  * security requirements, so the others are the public ones (api-map §0), which say so with an
  * empty list rather than by leaving it out; and the tags the controllers use are declared once.
@@ -28,6 +53,7 @@ function completed(document: OpenAPIObject): OpenAPIObject {
       operation.tags?.forEach((tag) => tags.add(tag));
     }
   }
+  closeReplySchemas(document);
   return { ...document, tags: [...tags].map((name) => ({ name })) };
 }
 

@@ -16,6 +16,9 @@ import {
   type SchemaObject,
 } from '@nestjs/swagger';
 import { ProblemDetailsDto } from '../errors/problem-details.dto.js';
+import { OCTET_STREAM } from './byte-reply.js';
+import { Projected } from './list-envelope.js';
+import { MessageDto } from './message.dto.js';
 import { PATCH_OPERATIONS } from '../patch/json-patch.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, type FilterFieldSpec, type FilterOperator, type ListQuerySpec } from '../query/list-query.js';
 
@@ -93,6 +96,11 @@ export interface RouteOptions {
   readonly consumes?: readonly string[];
   /** Success media type when it is not JSON. */
   readonly produces?: string;
+  /**
+   * The reply is a window of bytes (a `ByteWindowReply`): `{msg}` as JSON, or the raw bytes as
+   * application/octet-stream when the request's `Accept` prefers them.
+   */
+  readonly bytes?: true;
 }
 
 export const ROUTE_OPTIONS = 'hub:route';
@@ -115,12 +123,16 @@ export function acceptedMediaTypes(options: RouteOptions): readonly string[] | u
   return options.consumes ?? BODY_MEDIA_TYPES[options.method];
 }
 
+/** `Retry-After`, on the refusals that say when to try again (429, 503). */
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 0 } } };
+
 function problem(status: number, detail: string, errors?: { path: string; message: string }[]): MethodDecorator {
   const title = STATUS_CODES[status] ?? 'Error';
   const example = { type: 'about:blank', title, status, detail, msg: detail, ...(errors && { errors }), requestId: '5f0c6a1e-4b8e-4a5e-9a55-0d7f3c1c2b11' };
   return ApiResponse({
     status,
     description: title,
+    headers: status === 429 || status === 503 ? RETRY_AFTER : undefined,
     content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemDetailsDto) }, example } },
   });
 }
@@ -209,12 +221,18 @@ function accessDecorators(access: RouteAccess): MethodDecorator[] {
 function errorResponses(options: RouteOptions): MethodDecorator[] {
   const takesBody = ['POST', 'PUT', 'PATCH'].includes(options.method);
   const details: Record<number, string> = {};
-  if (!('public' in options.access)) details[401] = 'A bearer token or HTTP Basic credentials are required';
+  if (!('public' in options.access)) {
+    details[401] = 'A bearer token or HTTP Basic credentials are required';
+    // HTTP Basic credentials are checked like a login, under its limits (api-map §1).
+    details[429] = 'Too many failed logins for this user name; try again later';
+  }
   if ('object' in options.access) details[403] = `Not allowed: ${options.access.action} on ${options.access.object}`;
   if (options.path?.includes(':')) details[404] = 'Not found';
   if (options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method))
     details[412] = 'If-Match does not match the current version "3"; read the resource again';
   if (acceptedMediaTypes(options)) details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
+  // A write's transaction may collide with a concurrent one (a serialization failure or a deadlock).
+  if (options.method !== 'GET') details[503] = 'The request collided with a concurrent one; retry it';
   Object.assign(details, options.errors);
   // Every route refuses query parameters it does not declare; routes with a body refuse bad bodies.
   const invalid = takesBody
@@ -243,9 +261,34 @@ function bodyDecorators(options: RouteOptions): MethodDecorator[] {
 function successResponse(options: RouteOptions): MethodDecorator {
   const status = options.status ?? 200;
   const headers =
-    options.etag && options.method !== 'DELETE' ? { ETag: { description: 'Version of the resource, for If-Match', schema: { type: 'string' } } } : undefined;
+    options.etag && options.method !== 'DELETE'
+      ? { ETag: { description: 'Version of the resource, for If-Match', required: true, schema: { type: 'string' } } }
+      : undefined;
   if (options.produces) return ApiResponse({ status, description: 'OK', headers, content: { [options.produces]: { schema: { type: 'string' } } } });
-  return ApiResponse({ status, description: status === 201 ? 'Created' : 'OK', type: options.response, headers });
+  if (options.bytes)
+    return ApiResponse({
+      status,
+      description: 'The window as `{msg}`, or its exact bytes when `Accept` prefers application/octet-stream',
+      headers,
+      content: {
+        'application/json': { schema: { $ref: getSchemaPath(MessageDto) } },
+        [OCTET_STREAM]: { schema: { type: 'string', format: 'binary' } },
+      },
+    });
+  return ApiResponse({ status, description: status === 201 ? 'Created' : 'OK', type: documentedResponse(options), headers });
+}
+
+/** A GET of a single resource answers 304, without a body, while `If-None-Match` still holds. */
+function notModifiedResponse(options: RouteOptions): MethodDecorator[] {
+  if (!options.etag || options.method !== 'GET') return [];
+  return [ApiResponse({ status: 304, description: 'Not Modified: the resource still has the ETag If-None-Match gave' })];
+}
+
+/** The schema of a route's success body: with `fields`/`excludeFields`, its projected form, which requires no field of the entity. */
+function documentedResponse(options: RouteOptions): Type<unknown> | [Type<unknown>] | undefined {
+  const projects = options.projection !== undefined || options.list?.projection !== undefined;
+  if (!projects || options.response === undefined || Array.isArray(options.response)) return options.response;
+  return Projected(options.response);
 }
 
 /**
@@ -259,8 +302,9 @@ export function Route(options: RouteOptions): MethodDecorator {
     HttpCode(options.status ?? 200),
     SetMetadata(ROUTE_OPTIONS, options),
     ApiOperation({ summary: options.summary, description: options.description }),
-    ApiExtraModels(ProblemDetailsDto),
+    ApiExtraModels(ProblemDetailsDto, ...(options.bytes ? [MessageDto] : [])),
     successResponse(options),
+    ...notModifiedResponse(options),
     ...(options.produces ? [ApiProduces(options.produces)] : []),
     ...accessDecorators(options.access),
     ...errorResponses(options),
