@@ -4,7 +4,7 @@ import { stat, statfs } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { promisify } from 'node:util';
-import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
@@ -88,7 +88,7 @@ async function du(program: string, dirs: readonly string[]): Promise<string> {
  * ClusterScheduler.stopExecution), only if it still runs.
  */
 @Injectable()
-export class DiskReserve implements OnApplicationBootstrap {
+export class DiskReserve implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly enabled: boolean;
   private readonly executionsDir: string;
   private readonly du = systemProgram('du');
@@ -100,6 +100,7 @@ export class DiskReserve implements OnApplicationBootstrap {
   /** The last ended execution the reclaim went past: those before it have no directory left. */
   private reclaimedUpTo?: { modified: string; id: string };
   private below = false;
+  private stopped = false;
   private readonly logger: Logger;
 
   constructor(
@@ -137,9 +138,15 @@ export class DiskReserve implements OnApplicationBootstrap {
       );
   }
 
+  /** A look under way ends before the database goes. */
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await this.looking?.catch(() => undefined);
+  }
+
   @Interval('disk-reserve', CHECK_MS)
   async onSchedule(): Promise<void> {
-    if (!this.enabled || this.clock.now().getTime() - this.lastLook < LOOK_MS) return;
+    if (!this.enabled || this.stopped || this.clock.now().getTime() - this.lastLook < LOOK_MS) return;
     try {
       await this.look();
     } catch (error) {

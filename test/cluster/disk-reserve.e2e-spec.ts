@@ -165,7 +165,7 @@ asRoot('the disk reserve (a tmpfs data directory, the local driver as root)', ()
 
     const next = await c.submit(bob, 'echo after');
     expect((await c.until(next, 'completed')).status).toBe('completed');
-  });
+  }, 90_000);
 
   it('starts nothing below the reserve, evicts no running job that did not grow, and reclaims the longest-ended directories first', async () => {
     const { dataDir, look, c, workDir } = await hubOnTmpfs({ HUB_MIN_FREE_DISK_MIB: '100' });
@@ -219,7 +219,7 @@ asRoot('the disk reserve (a tmpfs data directory, the local driver as root)', ()
     expect(readdirSync(workDir(large.id))).toEqual([]);
     expect((await c.execution(within)).status).toBe('running');
     await c.call('POST', `${API}/jobs/${within}/stop`);
-  });
+  }, 60_000);
 
   it('evicts once when two hubs on one database share the filesystem and both look', async () => {
     const shared = mountTmpfs(600);
@@ -242,5 +242,5 @@ asRoot('the disk reserve (a tmpfs data directory, the local driver as root)', ()
     await Promise.all([first.app.get(DiskReserve).look(), second.app.get(DiskReserve).look()]);
     expect([(await c.execution(filler)).status, (await c.execution(slow)).status]).toEqual(['failed', 'running']);
     await c.call('POST', `${API}/jobs/${slow}/stop`);
-  });
+  }, 60_000);
 });
