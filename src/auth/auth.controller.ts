@@ -15,6 +15,8 @@ import { USER_FIELDS, UserDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
 
 const LOCKED = 'Too many failed logins for this user name; try again later';
+/** A valid token whose user was deleted since it was issued. */
+const GONE = 'Your user record no longer exists';
 const REVOKES = 'Every token issued to the user before, the one that made the change included, is revoked (401): log in again.';
 
 @ApiTags('Authentication')
@@ -47,6 +49,7 @@ export class AuthController {
     response: UserDto,
     projection: USER_FIELDS,
     etag: true,
+    errors: { 404: GONE },
   })
   getCurrentUser(@CurrentCaller() caller: Caller, @ProjectionParams() projection: Projection | undefined): Promise<Versioned<Partial<UserDto>>> {
     return this.users.getCurrent(caller, projection);
@@ -71,7 +74,7 @@ export class AuthController {
     description: `A wrong \`currentPassword\` is a 400 and counts as a failed login for the lockout. ${REVOKES}`,
     access: { self: true },
     response: MessageDto,
-    errors: { 429: LOCKED },
+    errors: { 404: GONE, 429: LOCKED },
   })
   changePassword(@CurrentCaller() caller: Caller, @Body() body: PasswordChangeDto, @Origin() origin: RequestOrigin): Promise<MessageDto> {
     return this.auth.changePassword(caller, body, origin);

@@ -30,6 +30,7 @@ export class AccessController {
     description: `One decision (${EFFECTS.join(' or ')}) per item, in order, decided as a request would be; \`namespace\` is a name, absent or * for every namespace. At most ${MAX_QUESTIONS} items.`,
     access: { self: true },
     body: [EvaluateItemDto],
+    responseSchema: { type: 'array', items: { type: 'string', enum: [...EFFECTS] } },
   })
   evaluateAccess(@CurrentCaller() caller: Caller, @Body(new InputListPipe(EvaluateItemDto, MAX_QUESTIONS)) items: EvaluateItemDto[]): Promise<Effect[]> {
     return this.access.evaluate(caller, items);

@@ -225,9 +225,12 @@ asRoot('the disk reserve (a tmpfs data directory, the local driver as root)', ()
     const shared = mountTmpfs(600);
     cleanUps.push(() => unmount(shared));
     const sharedDir = join(shared, 'work');
-    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const first = await startTestHub({ env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir, HUB_MAX_RUNNING_JOBS_PER_USER: '0' } });
     cleanUps.push(() => first.close());
-    const second = await startTestHub({ databaseUrl: first.databaseUrl, env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir } });
+    const second = await startTestHub({
+      databaseUrl: first.databaseUrl,
+      env: { HUB_LOCAL_SLOTS: '2', HUB_SHARED_DIR: sharedDir, HUB_MAX_RUNNING_JOBS_PER_USER: '0' },
+    });
     cleanUps.push(() => second.close());
     const clocks = [freezeClock(first), freezeClock(second)];
     const c = await clientOf(first);

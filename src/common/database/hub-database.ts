@@ -29,9 +29,14 @@ export function dataSourceOptions(url: string, entities: EntityList = [], poolSi
     uuidExtension: 'pgcrypto',
     installExtensions: false,
     applicationName: 'hub',
-    extra: { max: poolSize, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 },
+    // A request waits up to 30 s for a connection (a burst of hundreds on a busy host queues for
+    // seconds), then is answered 503 with Retry-After (problem.filter.ts), never 500.
+    extra: { max: poolSize, connectionTimeoutMillis: POOL_WAIT_MS, idleTimeoutMillis: 30_000 },
   };
 }
+
+/** How long a request waits for a connection of the pool. */
+export const POOL_WAIT_MS = 30_000;
 
 /** Applies pending migrations, one hub at a time. */
 export async function migrate(dataSource: DataSource, logger?: Logger): Promise<void> {

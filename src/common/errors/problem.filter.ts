@@ -76,6 +76,9 @@ function toProblem(exception: unknown, request: FastifyRequest): Problem | undef
     return status < 500 ? { status, detail: exception.message } : undefined;
   }
   if (exception instanceof QueryFailedError) return databaseProblem((exception as QueryFailedError<Error>).driverError);
+  // pg-pool's word when every connection stayed busy for the whole wait: the hub is overloaded, not broken.
+  if (exception instanceof Error && exception.message === 'timeout exceeded when trying to connect')
+    return { status: 503, detail: 'The hub is too busy to take this request now; retry it', headers: { 'retry-after': '1' } };
   return undefined;
 }
 

@@ -78,6 +78,8 @@ export interface RouteOptions {
   readonly status?: number;
   /** Schema of the success body; `[Dto]` for a plain array. */
   readonly response?: Type<unknown> | [Type<unknown>];
+  /** Schema of a success body that no DTO describes (an array of enumerated strings, say); instead of `response`. */
+  readonly responseSchema?: SchemaObject;
   /** A list operation: its filters, sorts, paging and projection. */
   readonly list?: ListQuerySpec;
   /** Plain query parameters the route takes (name to description), read with `@Query(name)`. */
@@ -230,9 +232,15 @@ function errorResponses(options: RouteOptions): MethodDecorator[] {
   if (options.path?.includes(':')) details[404] = 'Not found';
   if (options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method))
     details[412] = 'If-Match does not match the current version "3"; read the resource again';
-  if (acceptedMediaTypes(options)) details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
-  // A write's transaction may collide with a concurrent one (a serialization failure or a deadlock).
-  if (options.method !== 'GET') details[503] = 'The request collided with a concurrent one; retry it';
+  // A write retried past its attempts while concurrent ones kept changing the row (see locked-rows.ts).
+  if (options.etag && ['PUT', 'PATCH'].includes(options.method)) details[409] = 'The resource kept changing while this request was applied; retry';
+  if (acceptedMediaTypes(options)) {
+    details[413] = 'The request body is larger than the 1048576 bytes allowed';
+    details[415] = 'Unsupported media type "text/plain"; this operation accepts application/json';
+  }
+  // A write's transaction may collide with a concurrent one (a serialization failure or a deadlock),
+  // and any request may find every database connection busy for the pool's whole wait.
+  details[503] = options.method === 'GET' ? 'The hub is too busy to take this request now; retry it' : 'The request collided with a concurrent one; retry it';
   Object.assign(details, options.errors);
   // Every route refuses query parameters it does not declare; routes with a body refuse bad bodies.
   const invalid = takesBody
@@ -275,7 +283,9 @@ function successResponse(options: RouteOptions): MethodDecorator {
         [OCTET_STREAM]: { schema: { type: 'string', format: 'binary' } },
       },
     });
-  return ApiResponse({ status, description: status === 201 ? 'Created' : 'OK', type: documentedResponse(options), headers });
+  const description = status === 201 ? 'Created' : 'OK';
+  if (options.responseSchema) return ApiResponse({ status, description, schema: options.responseSchema, headers });
+  return ApiResponse({ status, description, type: documentedResponse(options), headers });
 }
 
 /** A GET of a single resource answers 304, without a body, while `If-None-Match` still holds. */
