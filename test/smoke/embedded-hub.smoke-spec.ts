@@ -13,7 +13,16 @@ async function startHub(dataDir: string, env: Record<string, string> = {}): Prom
   const port = await freePort();
   return startHubProcess(process.execPath, [MAIN], {
     port,
-    env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', HUB_DATA_DIR: dataDir, HUB_LOG_LEVEL: 'info', ...env },
+    // One user's two jobs run at once on a two-CPU host: no per-user cap (docs/cluster.md, fair share).
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      HUB_DATA_DIR: dataDir,
+      HUB_LOG_LEVEL: 'info',
+      HUB_MAX_RUNNING_JOBS_PER_USER: '0',
+      ...env,
+    },
   });
 }
 
