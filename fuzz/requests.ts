@@ -270,13 +270,15 @@ const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 /**
  * Sends a request with node:http, which writes the path as given (`..` segments and all, unlike
  * fetch). A keep-alive connection the hub closed after its last reply (a 413 does) fails the next
- * request at once: that one is sent again, once, on a connection of its own.
+ * request at once (ECONNRESET, or EPIPE while its body is written): that one is sent again, once,
+ * on a connection of its own.
  */
 export async function send(baseUrl: string, request: HubRequest, timeoutMs = 30_000): Promise<HubResponse> {
   try {
     return await sendOnce(baseUrl, request, timeoutMs, agent);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ECONNRESET') throw error;
+    // EPIPE: the same close, met while the request's body was still being written.
+    if (!['ECONNRESET', 'EPIPE'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
     return sendOnce(baseUrl, request, timeoutMs, false);
   }
 }
