@@ -342,11 +342,11 @@ describe('HTTP machinery', () => {
         ]),
       );
       const create = document.paths['/api/v2/namespaces'].post;
-      expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '415', '429', '503']);
+      expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '414', '415', '429', '431', '503']);
       const conflict = create.responses['409'].content?.['application/problem+json'];
       expect(conflict?.schema).toEqual({ $ref: '#/components/schemas/ProblemDetailsDto' });
       expect(conflict?.example?.msg).toContain('already exists');
-      expect(Object.keys(document.paths['/api/v2/auth/login'].post.responses).sort()).toEqual(['200', '400', '401', '413', '415', '429', '503']);
+      expect(Object.keys(document.paths['/api/v2/auth/login'].post.responses).sort()).toEqual(['200', '400', '401', '413', '414', '415', '429', '431', '503']);
     });
 
     it('lists every filter, paging and sort parameter of a list operation', () => {

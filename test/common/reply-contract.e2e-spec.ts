@@ -66,7 +66,7 @@ describe('every reply checked against the OpenAPI document', () => {
     it('fails a status the operation does not document, problems included', async () => {
       jest.spyOn(hub.app.get(NamespacesService), 'get').mockRejectedValue(new ConflictError('a planted conflict'));
       await expect(getNamespace()).rejects.toThrow(
-        /\(getNamespace\) answered 409:\n {2}- status 409 is not documented \(documented: 200, 304, 400, 401, 403, 404, 429, 503\)/,
+        /\(getNamespace\) answered 409:\n {2}- status 409 is not documented \(documented: 200, 304, 400, 401, 403, 404, 414, 429, 431, 503\)/,
       );
     });
 

@@ -234,6 +234,9 @@ function errorResponses(options: RouteOptions): MethodDecorator[] {
     details[412] = 'If-Match does not match the current version "3"; read the resource again';
   // A write retried past its attempts while concurrent ones kept changing the row (see locked-rows.ts).
   if (options.etag && ['PUT', 'PATCH'].includes(options.method)) details[409] = 'The resource kept changing while this request was applied; retry';
+  // Any request's URL or headers may be longer than the server takes.
+  details[414] = 'The URL is longer than the server takes';
+  details[431] = 'The request headers are larger than the server takes';
   // Fastify reads a body sent with any method but GET, whether the operation takes one or not.
   if (options.method !== 'GET') {
     details[413] = 'The request body is larger than the 1048576 bytes allowed';
