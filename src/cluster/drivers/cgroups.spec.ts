@@ -1,5 +1,5 @@
 import { dirname, basename } from 'node:path';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { cgroupMounts, EXECUTIONS_GROUP, ExecutionCgroups, ownGroups, type CgroupFs, type CgroupView } from './cgroups.js';
 
 function failure(code: string, path: string): Error {
@@ -76,7 +76,9 @@ class CgroupV2 implements CgroupFs {
     if (!this.groups.has(path)) this.groups.set(path, { procs: new Set(), subtree: new Set(), files: new Map() });
   }
 
-  rmdir(path: string): void {
+  /** Asynchronous, as the host's: the group goes a turn later. */
+  async rmdir(path: string): Promise<void> {
+    await Promise.resolve();
     const group = this.group(path);
     if (group.procs.size > 0 || [...this.groups.keys()].some((other) => dirname(other) === path && other !== path)) throw failure('EBUSY', path);
     this.groups.delete(path);
@@ -119,7 +121,7 @@ function serviceHost(delegated = true): CgroupV2 {
 }
 
 describe('the control groups of executions on cgroup v2', () => {
-  it('moves the processes of the hub’s group into a child of their own, and makes the executions’ groups below the hub’s group', () => {
+  it('moves the processes of the hub’s group into a child of their own, and makes the executions’ groups below the hub’s group', async () => {
     const fs = serviceHost();
     const detected = ExecutionCgroups.detect(v2View(fs, '/system.slice/hub.service'));
     if (!('cgroups' in detected)) throw new Error(detected.problem);
@@ -131,15 +133,40 @@ describe('the control groups of executions on cgroup v2', () => {
       [`/system.slice/hub.service/${EXECUTIONS_GROUP}`]: 'procs ; enables pids,memory',
     });
     // An execution's group takes its limits, and the launch joins it.
-    expect(detected.cgroups.create('e1', { maxProcesses: 10, maxMemoryMiB: 64 })).toEqual([`${detected.cgroups.pids}/e1/cgroup.procs`]);
+    expect(await detected.cgroups.create('e1', { maxProcesses: 10, maxMemoryMiB: 64 })).toEqual([`${detected.cgroups.pids}/e1/cgroup.procs`]);
     const group = fs.groups.get(`${detected.cgroups.pids}/e1`);
     expect(Object.fromEntries(group?.files ?? [])).toEqual({ 'pids.max': '12', 'memory.max': String(64 * 1024 * 1024), 'memory.swap.max': '0' });
     fs.write(`${detected.cgroups.pids}/e1/cgroup.procs`, '200');
     group?.files.set('memory.events', 'low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n');
     expect(detected.cgroups.exceeded('e1', { maxProcesses: 10, maxMemoryMiB: 64 })).toBe('maxMemoryMiB');
     fs.write('/sys/fs/cgroup/system.slice/hub.service/hub/cgroup.procs', '200');
-    detected.cgroups.remove('e1');
+    await detected.cgroups.remove('e1');
     expect(fs.groups.has(`${detected.cgroups.pids}/e1`)).toBe(false);
+  });
+
+  it('retries a busy group’s removal later, and a new launch of the same execution cancels it before making its groups', async () => {
+    jest.useFakeTimers();
+    try {
+      const fs = serviceHost();
+      const detected = ExecutionCgroups.detect(v2View(fs, '/system.slice/hub.service'));
+      if (!('cgroups' in detected)) throw new Error(detected.problem);
+      const group = `${detected.cgroups.pids}/e1`;
+      await detected.cgroups.create('e1', { maxProcesses: 10 });
+      fs.write(`${group}/cgroup.procs`, '300');
+      // Its last process still ending: busy, tried again later.
+      await detected.cgroups.remove('e1');
+      expect(fs.groups.has(group)).toBe(true);
+      fs.write('/sys/fs/cgroup/system.slice/hub.service/hub/cgroup.procs', '300');
+      // Launched again before the retry: the retry is cancelled, and its group stays.
+      await detected.cgroups.create('e1', { maxProcesses: 10 });
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(fs.groups.has(group)).toBe(true);
+      // Removed once its launch is done.
+      await detected.cgroups.remove('e1');
+      expect(fs.groups.has(group)).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('keeps the child it (or its service manager) put the hub in before, rather than nesting another', () => {
@@ -202,8 +229,9 @@ class CgroupV1 implements CgroupFs {
     this.dirs.add(path);
     this.files.set(`${path}/cgroup.procs`, '');
   }
-  rmdir(path: string): void {
+  rmdir(path: string): Promise<void> {
     this.dirs.delete(path);
+    return Promise.resolve();
   }
   exists(path: string): boolean {
     return this.dirs.has(path) || this.files.has(path);
@@ -220,7 +248,7 @@ const HYBRID_MOUNTINFO = [
 const HYBRID_CGROUP = '8:pids:/\n4:memory:/process_api/abc\n1:cpu:/\n0::/\n';
 
 describe('the control groups of executions on cgroup v1', () => {
-  it('are made below the hub’s own group of each hierarchy', () => {
+  it('are made below the hub’s own group of each hierarchy', async () => {
     const fs = new CgroupV1();
     for (const dir of ['/sys/fs/cgroup/pids', '/sys/fs/cgroup/memory', '/sys/fs/cgroup/memory/process_api/abc', '/sys/fs/cgroup/unified']) fs.mkdir(dir);
     fs.files.set('/sys/fs/cgroup/unified/cgroup.controllers', '\n');
@@ -230,7 +258,7 @@ describe('the control groups of executions on cgroup v1', () => {
       `/sys/fs/cgroup/pids/${EXECUTIONS_GROUP}`,
       `/sys/fs/cgroup/memory/process_api/abc/${EXECUTIONS_GROUP}`,
     ]);
-    expect(detected.cgroups.create('e1', { maxProcesses: 4096, maxMemoryMiB: 100 })).toEqual([
+    expect(await detected.cgroups.create('e1', { maxProcesses: 4096, maxMemoryMiB: 100 })).toEqual([
       `/sys/fs/cgroup/pids/${EXECUTIONS_GROUP}/e1/cgroup.procs`,
       `/sys/fs/cgroup/memory/process_api/abc/${EXECUTIONS_GROUP}/e1/cgroup.procs`,
     ]);

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import type { ExecutionLimits } from './cluster-driver.js';
 
@@ -39,7 +40,11 @@ export interface CgroupFs {
   write(path: string, text: string): void;
   /** Makes a group; one that exists is fine. */
   mkdir(path: string): void;
-  rmdir(path: string): void;
+  /**
+   * Removes a group, off the event loop: the kernel takes up to a millisecond to remove a memory
+   * group that has held a task's pages (cgroup v1), which every job would otherwise wait for.
+   */
+  rmdir(path: string): Promise<void>;
   exists(path: string): boolean;
 }
 
@@ -47,7 +52,7 @@ const HOST_FS: CgroupFs = {
   read: (path) => readFileSync(path, 'utf8'),
   write: (path, text) => writeFileSync(path, text),
   mkdir: (path) => mkdirSync(path, { recursive: true }),
-  rmdir: (path) => rmdirSync(path),
+  rmdir: (path) => rmdir(path),
   exists: existsSync,
 };
 
@@ -172,8 +177,8 @@ function counter(text: string, key: string): number {
  * thread of the task counts; the hub reads whether a limit was hit.
  */
 export class ExecutionCgroups {
-  /** Removals tried again later (see remove), by execution: a launch of the same execution made afterwards cancels its own. */
-  private readonly removing = new Map<string, NodeJS.Timeout>();
+  /** Removals under way or tried again later (see remove), by execution: a launch of the same execution made afterwards cancels its own. */
+  private readonly removals = new Map<string, Removal>();
 
   private constructor(
     /** Where an execution's group goes in each hierarchy (the same for v2). */
@@ -253,10 +258,19 @@ export class ExecutionCgroups {
     return lowest;
   }
 
-  /** Makes an execution's groups with its limits; the `cgroup.procs` files its launch joins (none without limits to keep). */
-  create(executionId: string, limits: ExecutionLimits): string[] {
-    clearTimeout(this.removing.get(executionId));
-    this.removing.delete(executionId);
+  /**
+   * Makes an execution's groups with its limits; the `cgroup.procs` files its launch joins (none
+   * without limits to keep). A removal of its groups by an earlier launch of the same execution
+   * is cancelled, once the attempt under way (if any) is done, so that it cannot take the new ones.
+   */
+  async create(executionId: string, limits: ExecutionLimits): Promise<string[]> {
+    const removal = this.removals.get(executionId);
+    if (removal) {
+      removal.cancelled = true;
+      clearTimeout(removal.retry);
+      this.removals.delete(executionId);
+      await removal.attempt;
+    }
     const procs: string[] = [];
     try {
       if (limits.maxProcesses !== undefined) {
@@ -280,7 +294,7 @@ export class ExecutionCgroups {
         if (!procs.includes(join(group, 'cgroup.procs'))) procs.push(join(group, 'cgroup.procs'));
       }
     } catch (error) {
-      this.remove(executionId);
+      void this.remove(executionId);
       throw error;
     }
     return procs;
@@ -314,24 +328,46 @@ export class ExecutionCgroups {
 
   /**
    * Removes an execution's groups, once nothing runs in them: the last of a killed task's
-   * processes may still be ending, so a busy group is tried again a little later, in the
-   * background.
+   * processes may still be ending, so a busy group is tried again a little later. In the
+   * background: resolves when the first attempt is done (for specs), never rejects.
    */
-  remove(executionId: string, triesLeft = REMOVE_TRIES): void {
-    this.removing.delete(executionId);
-    const busy = [...new Set([join(this.pids, executionId), join(this.memory, executionId)])].filter((group) => {
-      try {
-        this.fs.rmdir(group);
-        return false;
-      } catch (error) {
-        return (error as NodeJS.ErrnoException).code === 'EBUSY';
+  remove(executionId: string, triesLeft = REMOVE_TRIES): Promise<void> {
+    const previous = this.removals.get(executionId);
+    // One under way retries by itself.
+    if (previous?.attempt) return previous.attempt;
+    clearTimeout(previous?.retry);
+    const removal: Removal = { cancelled: false };
+    const groups = [...new Set([join(this.pids, executionId), join(this.memory, executionId)])];
+    removal.attempt = Promise.all(
+      groups.map((group) =>
+        this.fs.rmdir(group).then(
+          () => false,
+          (error: NodeJS.ErrnoException) => error.code === 'EBUSY',
+        ),
+      ),
+    ).then((busy) => {
+      removal.attempt = undefined;
+      if (removal.cancelled) return;
+      if (!busy.includes(true) || triesLeft <= 1) {
+        this.removals.delete(executionId);
+        return;
       }
+      const delay = Math.min(REMOVE_RETRY_MAX_MS, REMOVE_RETRY_MS * 2 ** (REMOVE_TRIES - triesLeft));
+      removal.retry = setTimeout(() => {
+        this.removals.delete(executionId);
+        void this.remove(executionId, triesLeft - 1);
+      }, delay);
+      removal.retry.unref();
     });
-    if (busy.length > 0 && triesLeft > 1)
-      this.removing.set(
-        executionId,
-        setTimeout(() => this.remove(executionId, triesLeft - 1), Math.min(REMOVE_RETRY_MAX_MS, REMOVE_RETRY_MS * 2 ** (REMOVE_TRIES - triesLeft))),
-      );
-    this.removing.get(executionId)?.unref();
+    this.removals.set(executionId, removal);
+    return removal.attempt;
   }
+}
+
+/** A removal of an execution's groups: its attempt under way, or its next one's timer. */
+interface Removal {
+  attempt?: Promise<void>;
+  retry?: NodeJS.Timeout;
+  /** A launch of the same execution made its groups anew: nothing more is removed. */
+  cancelled: boolean;
 }

@@ -296,7 +296,7 @@ export class LocalDriver implements ClusterDriver {
     await this.through(gate, 'no', ended, ABANDON_WAIT_MS);
     this.abandoned.delete(executionId);
     this.watched.delete(executionId);
-    this.options.cgroups?.remove(executionId);
+    void this.options.cgroups?.remove(executionId);
   }
 
   /**
@@ -328,7 +328,7 @@ export class LocalDriver implements ClusterDriver {
       chownSync(workDir, identity.uid, identity.gid);
       chownSync(taskFile, identity.uid, identity.gid);
     }
-    const { cgroups, isolation } = this.limit(launch);
+    const { cgroups, isolation } = await this.limit(launch);
     let spawned: Spawned;
     try {
       spawned = await this.launcher.spawn({
@@ -341,7 +341,7 @@ export class LocalDriver implements ClusterDriver {
       });
     } catch (error) {
       this.launcher.forget(launch.executionId);
-      this.options.cgroups?.remove(launch.executionId);
+      void this.options.cgroups?.remove(launch.executionId);
       throw error;
     }
     this.monitors.set(launch.executionId, { pid: spawned.pid, executionDir: launch.executionDir });
@@ -447,7 +447,7 @@ export class LocalDriver implements ClusterDriver {
     // Its end is recorded already (stopped): the hub never reads it, so nothing is kept of it, nor its task's file or groups.
     for (const kept of [this.watched, this.exitedAt, this.monitors]) kept.delete(tracked.executionId);
     rmSync(this.taskFileOf(tracked.executionId), { force: true });
-    this.options.cgroups?.remove(tracked.executionId);
+    void this.options.cgroups?.remove(tracked.executionId);
   }
 
   /** Whether a launch's monitor has ended within `waitMs`. */
@@ -510,10 +510,10 @@ export class LocalDriver implements ClusterDriver {
    * checks; and the isolation that runs its task. Only a profile's limits are written to its
    * directory: the defaults are the hub's to know again after a restart.
    */
-  private limit(launch: Launch): { cgroups: string[]; isolation: string[] } {
+  private async limit(launch: Launch): Promise<{ cgroups: string[]; isolation: string[] }> {
     const { limits, defaulted } = boundsOf(launch.limits, this.options.defaults);
     const isolation = this.isolation(launch, limits);
-    const cgroups = this.options.cgroups?.create(launch.executionId, limits) ?? [];
+    const cgroups = (await this.options.cgroups?.create(launch.executionId, limits)) ?? [];
     const watched: Watched = { limits, defaulted, startedAt: Date.now(), cgroups: cgroups.length > 0 };
     // Nothing for the hub to check: no group, no limit of the profile's.
     if (!watched.cgroups && !fromProfile(watched)) {
@@ -555,7 +555,7 @@ export class LocalDriver implements ClusterDriver {
   private endedWithin(executionId: string, executionDir: string, watched: Watched, ended: Ended): Ended {
     const noted = readNote(executionDir);
     const limit = noted ?? (watched.cgroups ? this.options.cgroups?.exceeded(executionId, watched.limits) : undefined);
-    if (watched.cgroups) this.options.cgroups?.remove(executionId);
+    if (watched.cgroups) void this.options.cgroups?.remove(executionId);
     return limit ? { ...ended, state: 'failed', message: limitMessage(limit, watched.limits, watched.defaulted), limit } : ended;
   }
 
@@ -596,7 +596,7 @@ export class LocalDriver implements ClusterDriver {
     if (!watched) return ended ?? LOST;
     // Ended by the hub for a limit, or by the limit itself (the kernel killed it for memory; it could not start a process, and gave up).
     const limit = readNote(execution.executionDir) ?? (watched.cgroups ? this.options.cgroups?.exceeded(execution.executionId, watched.limits) : undefined);
-    if (watched.cgroups) this.options.cgroups?.remove(execution.executionId);
+    if (watched.cgroups) void this.options.cgroups?.remove(execution.executionId);
     const message = limit && limitMessage(limit, watched.limits, watched.defaulted);
     // Killed for a limit with its whole group, the monitor may have had no time to write an exit code: the limit is still why it ended.
     if (!ended) return limit && message ? { state: 'failed', exitCode: 137, message, limit } : LOST;
