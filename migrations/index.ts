@@ -15,6 +15,7 @@ import { SubmissionCaches1795358000000 } from './1795358000000-SubmissionCaches.
 import { PreparedLaunches1795360000000 } from './1795360000000-PreparedLaunches.js';
 import { FamiliarLoginAddresses1795400000000 } from './1795400000000-FamiliarLoginAddresses.js';
 import { FairShare1795410000000 } from './1795410000000-FairShare.js';
+import { FairShareHandOverProbe1795420000000 } from './1795420000000-FairShareHandOverProbe.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -34,4 +35,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   PreparedLaunches1795360000000,
   FamiliarLoginAddresses1795400000000,
   FairShare1795410000000,
+  FairShareHandOverProbe1795420000000,
 ];
