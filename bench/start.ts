@@ -18,6 +18,8 @@ const RUNS = Number(process.env.BENCH_START_RUNS ?? 5);
 const DATABASE = `hub_bench_start_${process.pid}`;
 
 type Marks = [string, number][];
+/** What begins the child's line of figures on its standard output. */
+const RESULT = 'start-figures';
 
 /** One start in this process, as main.ts and createHubApp make it, with the time of each step since the process began. */
 async function child(): Promise<void> {
@@ -66,7 +68,8 @@ async function child(): Promise<void> {
   const document = await fetch(`http://127.0.0.1:${config.port}/api/openapi.json`);
   await document.text();
   mark(`first /api/openapi.json (${document.status})`);
-  process.stdout.write(JSON.stringify({ marks, database }));
+  // On a line of its own, after whatever the hub logged there (its warnings at start).
+  process.stdout.write(`\n${RESULT} ${JSON.stringify({ marks, database })}\n`);
   await app.close();
   process.exit(0);
 }
@@ -81,7 +84,9 @@ async function runChild(env: Record<string, string>): Promise<{ marks: Marks; da
   started.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise((resolve) => started.once('exit', resolve));
   if (code !== 0) throw new Error(`a start exited with ${String(code)}`);
-  return JSON.parse(out) as { marks: Marks; database: number };
+  const line = out.split('\n').find((candidate) => candidate.startsWith(`${RESULT} `));
+  if (!line) throw new Error(`a start printed no figures: ${out}`);
+  return JSON.parse(line.slice(RESULT.length + 1)) as { marks: Marks; database: number };
 }
 
 async function main(): Promise<void> {
