@@ -18,11 +18,13 @@ import { EXECUTION_PROFILE_LIST_QUERY, PROFILE_BINDING_LIST_QUERY } from '../src
 import { type ProfileBindingsRepository } from '../src/execution-profiles/profile-bindings.repository.js';
 import { NAMESPACE_LIST_QUERY } from '../src/namespaces/namespace-list.query.js';
 import { type NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
+import { namespaceFilterOf, narrowedToNamespaces, PIPELINE_ENTRY_LIST_QUERY } from '../src/pipelines/list-queries.js';
+import { type PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { type AuditRepository } from '../src/rbac/audit.repository.js';
 import { AUDIT_LIST_QUERY, ROLE_BINDING_DELETE_QUERY, ROLE_BINDING_LIST_QUERY, ROLE_LIST_QUERY } from '../src/rbac/list-queries.js';
 import { type RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { type RolesRepository } from '../src/rbac/roles.repository.js';
-import { MILLION, seededTime } from './million.js';
+import { MILLION, seededEntryTime, seededTime } from './million.js';
 
 /**
  * Who a case lists as: everything (an administrator), one namespace and their own items, or the
@@ -41,6 +43,9 @@ export interface Seeded {
   readonly groupId: string;
   readonly memberId: string;
   readonly profileId: string;
+  /** A folder of pipeline entries (folder-42, in seed-ns-02) and a pipeline inside it. */
+  readonly folderId: string;
+  readonly pipelineId: string;
 }
 
 export interface Repositories {
@@ -55,6 +60,7 @@ export interface Repositories {
   readonly domains: AuthDomainsRepository;
   readonly profiles: ExecutionProfilesRepository;
   readonly profileBindings: ProfileBindingsRepository;
+  readonly pipelineEntries: PipelineEntriesRepository;
 }
 
 export interface ListCase {
@@ -101,6 +107,29 @@ function executions(title: string, raw: (seeded: Seeded) => RawQuery, caller: Ca
   };
 }
 
+const ENTRY_RECENT = seededEntryTime(MILLION.others - 1_000); // the last thousand entries
+const ENTRY_EARLY = seededEntryTime(50_000);
+
+/** Pipeline entries as the service lists them: a `namespace` filter narrows the scope, by the namespaces' ids. */
+async function listEntries(r: Repositories, query: ReturnType<typeof parseListQuery>, scope: NamespaceScope) {
+  const names = namespaceFilterOf(query);
+  const ids = names && (await r.namespaces.findByNames(names)).map((namespace) => namespace.id);
+  const narrowed = narrowedToNamespaces(query, scope, ids);
+  return r.pipelineEntries.list(narrowed.query, narrowed.scope);
+}
+
+function entries(title: string, raw: (seeded: Seeded) => RawQuery, caller: Caller = 'administrator'): ListCase {
+  return {
+    area: 'pipelines',
+    file: 'pipeline-entries',
+    spec: PIPELINE_ENTRY_LIST_QUERY,
+    path: `GET /pipelines/entries${title}`,
+    raw,
+    caller,
+    run: (r, q, s) => listEntries(r, q, s),
+  };
+}
+
 export const CASES: ListCase[] = [
   jobs('', {}),
   jobs('?page[limit]=1000', { 'page[limit]': '1000' }),
@@ -124,6 +153,29 @@ export const CASES: ListCase[] = [
   jobs('?filter[name][ST]=bulk-123', { 'filter[name][ST]': 'bulk-123' }, 'narrowed'),
   jobs('?sort=name', { sort: 'name' }, 'narrowed'),
   jobs('', {}, 'denied'),
+  entries('', () => ({})),
+  entries('?page[limit]=1000', () => ({ 'page[limit]': '1000' })),
+  entries('?filter[name][EQ]=pipeline-424242', () => ({ 'filter[name][EQ]': 'pipeline-424242' })),
+  entries('?filter[name][CO]=42424', () => ({ 'filter[name][CO]': '42424' })),
+  entries('?filter[name][ST]=pipeline-4242', () => ({ 'filter[name][ST]': 'pipeline-4242' })),
+  entries('?filter[folderId][EQ]=<a folder>', (s) => ({ 'filter[folderId][EQ]': s.folderId })),
+  entries('?filter[folderPath][EQ]=/', () => ({ 'filter[folderPath][EQ]': '/' })),
+  entries('?filter[folderPath][EQ]=/folder-42&sort=-_created', () => ({ 'filter[folderPath][EQ]': '/folder-42', sort: '-_created' })),
+  entries('?filter[_type][EQ]=Folder', () => ({ 'filter[_type][EQ]': 'Folder' })),
+  entries('?filter[_id][IN]=<a folder and a pipeline>', (s) => ({ 'filter[_id][IN]': `${s.folderId},${s.pipelineId}` })),
+  entries('?filter[_created][GT]=<the last thousand>&sort=-_created', () => ({ 'filter[_created][GT]': ENTRY_RECENT, sort: '-_created' })),
+  entries('?filter[_modified][LT]=<early>&sort=_modified', () => ({ 'filter[_modified][LT]': ENTRY_EARLY, sort: '_modified' })),
+  entries('?sort=-_modified', () => ({ sort: '-_modified' })),
+  entries('?page[offset]=900000', () => ({ 'page[offset]': '900000' })),
+  entries('?filter[namespace][EQ]=seed-ns-03', () => ({ 'filter[namespace][EQ]': 'seed-ns-03' })),
+  entries('?filter[namespace][IN]=seed-ns-03,seed-ns-04&filter[_type][EQ]=Pipeline&sort=-_created', () => ({
+    'filter[namespace][IN]': 'seed-ns-03,seed-ns-04',
+    'filter[_type][EQ]': 'Pipeline',
+    sort: '-_created',
+  })),
+  entries('', () => ({}), 'narrowed'),
+  entries('?sort=-_created', () => ({ sort: '-_created' }), 'narrowed'),
+  entries('?filter[folderPath][EQ]=/', () => ({ 'filter[folderPath][EQ]': '/' }), 'narrowed'),
   executions('', () => ({})),
   executions('?page[limit]=1000', () => ({ 'page[limit]': '1000' })),
   executions('?filter[status][EQ]=running', () => ({ 'filter[status][EQ]': 'running' })),

@@ -29,6 +29,7 @@ import { LIST_QUERIES, parseListQuery, type IndexUse, type ListQuerySpec } from 
 import { ExecutionProfilesRepository } from '../src/execution-profiles/execution-profiles.repository.js';
 import { ProfileBindingsRepository } from '../src/execution-profiles/profile-bindings.repository.js';
 import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
+import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { RolesRepository } from '../src/rbac/roles.repository.js';
@@ -54,9 +55,9 @@ function format(sql: string): string {
 
 const mask = (text: string) => text.replace(UUID, '<id>');
 
-/** Index names a plan uses. */
+/** Index names a plan uses (a primary key's, in upper case, quoted). */
 function indexesIn(plan: string): Set<string> {
-  return new Set([...plan.matchAll(/(?:using|on) ([a-z0-9_]+_(?:idx|key)|PK_[0-9a-f]+)/gi)].map((match) => match[1]));
+  return new Set([...plan.matchAll(/(?:using|on) "?([a-z0-9_]+_(?:idx|key)|PK_[0-9a-f]+)/gi)].map((match) => match[1]));
 }
 
 /** The indexes a request relies on by its declarations: those of its sort and of its filters. */
@@ -99,6 +100,8 @@ async function main(): Promise<void> {
       groupId: await one(`SELECT id FROM groups WHERE name = 'team-1'`),
       memberId: await one(`SELECT id FROM users WHERE user_name = 'member-1'`),
       profileId: await one(`SELECT id FROM execution_profiles WHERE name = 'profile-0042'`),
+      folderId: await one(`SELECT id FROM pipeline_entries WHERE name = 'folder-42'`),
+      pipelineId: await one(`SELECT id FROM pipeline_entries WHERE folder_path = '/folder-42' ORDER BY name LIMIT 1`),
     };
     const repositories: Repositories = {
       cluster: new ClusterRepository(dataSource),
@@ -112,6 +115,7 @@ async function main(): Promise<void> {
       domains: new AuthDomainsRepository(dataSource),
       profiles: new ExecutionProfilesRepository(dataSource),
       profileBindings: new ProfileBindingsRepository(dataSource),
+      pipelineEntries: new PipelineEntriesRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

@@ -1,5 +1,5 @@
-// A million jobs and their executions (and a million audit records, users, groups, credentials and
-// role bindings), seeded by SQL with generate_series into a migrated database: what the list
+// A million jobs and their executions (and a million audit records, users, groups, credentials,
+// role bindings and pipeline entries), seeded by SQL with generate_series into a migrated database: what the list
 // benchmark measures and what the committed list-query plans are taken at. Deterministic (fixed
 // names, times and spreads) so that plans and figures compare between runs; only ids are random.
 import pg from 'pg';
@@ -12,11 +12,19 @@ export const SEED_OWNERS = 200;
 
 export interface SeedSize {
   readonly jobs: number;
-  /** Audit records, users, groups, credentials and role bindings, each. */
+  /** Audit records, users, groups, credentials, role bindings and pipeline entries, each. */
   readonly others: number;
 }
 
 export const MILLION: SeedSize = { jobs: 1_000_000, others: 1_000_000 };
+
+/** Pipeline entries: a hundredth of them folders at the top level, the rest pipelines, nine in ten inside a folder. */
+export const SEED_ENTRY_FOLDER_SHARE = 100;
+
+/** The seeded creation time of pipeline entry `i` (1-based, folders first), a second apart; modified at twice that. */
+export function seededEntryTime(i: number): string {
+  return new Date(Date.parse(SEED_EPOCH) + i * 1000).toISOString();
+}
 
 /** The seeded time of job `i` (1-based), as an ISO date-time. */
 export function seededTime(i: number): string {
@@ -87,6 +95,7 @@ export async function seedMillion(
        WHERE j.name LIKE 'bulk-%'`,
     );
     if (size.others > 0) await seedOthers(step, size.others);
+    if (size.others > 0) await seedPipelineEntries(step, size.others);
     if (options.rebuildIndexes) {
       const began = performance.now();
       await rebuild(url, rebuilt);
@@ -97,7 +106,9 @@ export async function seedMillion(
          INSERT INTO cluster_job_counts (namespace_id, owner_id, status, type, n) SELECT namespace_id, owner_id, status, type, count(*) FROM cluster_jobs GROUP BY 1, 2, 3, 4;
          INSERT INTO job_execution_counts (namespace_id, owner_id, status, n) SELECT namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3;
          INSERT INTO job_execution_node_counts (node_id, namespace_id, owner_id, status, n)
-           SELECT node_id, namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3, 4`,
+           SELECT node_id, namespace_id, owner_id, status, count(*) FROM job_executions GROUP BY 1, 2, 3, 4;
+         DELETE FROM pipeline_entry_counts;
+         INSERT INTO pipeline_entry_counts (namespace_id, type, n) SELECT namespace_id, type, count(*) FROM pipeline_entries GROUP BY 1, 2`,
       );
     }
     await step('vacuum analyze', 'VACUUM ANALYZE');
@@ -106,7 +117,7 @@ export async function seedMillion(
   }
 }
 
-const SEEDED_TABLES = ['cluster_jobs', 'job_executions', 'audit_records', 'users', 'groups', 'role_bindings', 'credentials'];
+const SEEDED_TABLES = ['cluster_jobs', 'job_executions', 'audit_records', 'users', 'groups', 'role_bindings', 'credentials', 'pipeline_entries'];
 
 /** Drops the seeded tables' indexes that back no constraint; returns the statements that make them again. */
 async function dropIndexes(client: pg.Client): Promise<string[]> {
@@ -173,6 +184,29 @@ async function seedOthers(step: (what: string, text: string) => Promise<void>, n
      SELECT gen_random_uuid(), d.id, u.id, 'user', 'key', 'password', u.n, '\\x00', 1, u.created, u.modified
      FROM (SELECT id, created, modified, row_number() OVER () AS n FROM users WHERE user_name LIKE 'member-%') u,
           (SELECT id FROM auth_domains WHERE name = 'seed-domain') d`,
+  );
+}
+
+/**
+ * `n` pipeline entries over the seeded namespaces: `folder-<i>` folders at the top level (a
+ * hundredth), then `pipeline-<i>` pipelines, nine in ten inside a folder of their namespace (its
+ * path `/folder-<k>`), one in ten at the top level. Created a second apart, folders first.
+ */
+async function seedPipelineEntries(step: (what: string, text: string) => Promise<void>, n: number): Promise<void> {
+  const folders = Math.floor(n / SEED_ENTRY_FOLDER_SHARE);
+  await step(
+    `${n} pipeline entries`,
+    `INSERT INTO pipeline_entries (namespace_id, type, name, folder_id, folder_path, spec, version, created, modified)
+     SELECT ns.ids[1 + i % ${SEED_NAMESPACES}], 'Folder', format('folder-%s', i), NULL, '/', NULL, 1,
+            '${SEED_EPOCH}'::timestamptz + i * interval '1 second', '${SEED_EPOCH}'::timestamptz + 2 * i * interval '1 second'
+     FROM generate_series(1, ${folders}) i, (SELECT array_agg(id ORDER BY name) AS ids FROM namespaces WHERE name LIKE 'seed-ns-%') ns;
+     INSERT INTO pipeline_entries (namespace_id, type, name, folder_id, folder_path, spec, version, created, modified)
+     SELECT f.namespace_id, 'Pipeline', format('pipeline-%s', i), CASE WHEN i % 10 = 0 THEN NULL ELSE f.id END,
+            CASE WHEN i % 10 = 0 THEN '/' ELSE '/' || f.name END,
+            '{"nodes":[{"name":"main","task":{"type":"rawexec","command":"true"}}]}'::jsonb, 1,
+            '${SEED_EPOCH}'::timestamptz + (${folders} + i) * interval '1 second', '${SEED_EPOCH}'::timestamptz + 2 * (${folders} + i) * interval '1 second'
+     FROM generate_series(1, ${n - folders}) i
+     JOIN (SELECT id, namespace_id, name, row_number() OVER (ORDER BY created) AS k FROM pipeline_entries WHERE type = 'Folder') f ON f.k = 1 + i % ${folders}`,
   );
 }
 

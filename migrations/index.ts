@@ -16,6 +16,7 @@ import { PreparedLaunches1795360000000 } from './1795360000000-PreparedLaunches.
 import { FamiliarLoginAddresses1795400000000 } from './1795400000000-FamiliarLoginAddresses.js';
 import { FairShare1795410000000 } from './1795410000000-FairShare.js';
 import { FairShareHandOverProbe1795420000000 } from './1795420000000-FairShareHandOverProbe.js';
+import { PipelineEntries1795430000000 } from './1795430000000-PipelineEntries.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -36,4 +37,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   FamiliarLoginAddresses1795400000000,
   FairShare1795410000000,
   FairShareHandOverProbe1795420000000,
+  PipelineEntries1795430000000,
 ];

@@ -8,6 +8,7 @@ import { ExecutionProfilesModule } from './execution-profiles/execution-profiles
 import type { HubConfig } from './common/config/hub-config.js';
 import { NamespacesModule } from './namespaces/namespaces.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
+import { PipelinesModule } from './pipelines/pipelines.module.js';
 import { RbacModule } from './rbac/rbac.module.js';
 
 /** The hub: the shared machinery and one module per area. */
@@ -24,6 +25,7 @@ export class AppModule {
         AuthDomainsModule,
         ExecutionProfilesModule,
         ClusterModule,
+        PipelinesModule,
         ObservabilityModule,
       ],
     };

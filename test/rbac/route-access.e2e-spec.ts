@@ -39,6 +39,8 @@ interface Fixtures {
   readonly node: string;
   readonly job: string;
   readonly execution: string;
+  readonly pipelineEntry: string;
+  readonly doomedPipelineEntry: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -62,7 +64,11 @@ const FIXTURE_NAMES = {
   doomedCredential: 'rbac-doomed-credential',
   executionProfile: 'rbac-fixture-profile',
   doomedProfile: 'rbac-doomed-profile',
+  pipelineEntry: 'rbac-fixture-pipeline',
+  doomedPipelineEntry: 'rbac-doomed-pipeline',
 } as const;
+
+const PIPELINE_SPEC = { nodes: [{ name: 'only', task: { type: 'rawexec', command: 'true' } }] };
 
 interface Caller {
   readonly id: string;
@@ -688,6 +694,56 @@ const ROUTES: readonly RouteCase[] = [
     checks: (f) => `/ClusterJobs/${f.job}`,
     allowed: 200,
   },
+  // Pipelines
+  { method: 'GET', path: '/api/v2/pipelines/entries', access: { object: '/Pipelines', action: 'Read', namespaced: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/entries',
+    access: { object: '/Pipelines', action: 'Create', namespace: { body: 'namespace' } },
+    payload: () => ({ name: 'rbac-created-pipeline', namespace: FIXTURE_NAMES.namespace, spec: PIPELINE_SPEC }),
+    allowed: 201,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/entries/validate',
+    access: { object: '/Pipelines', action: 'Read', namespace: { body: 'namespace' } },
+    payload: () => ({ namespace: FIXTURE_NAMES.namespace, spec: PIPELINE_SPEC }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/entries/:id',
+    access: { object: '/Pipelines/{id}', action: 'Read', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/pipelines/entries/:id',
+    access: { object: '/Pipelines/{id}', action: 'Update', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    payload: () => ({ name: FIXTURE_NAMES.pipelineEntry, namespace: FIXTURE_NAMES.namespace, spec: PIPELINE_SPEC }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/pipelines/entries/:id',
+    access: { object: '/Pipelines/{id}', action: 'Update', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    payload: () => [{ op: 'add', path: '/spec/keepGoing', value: true }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/pipelines/entries/:id',
+    access: { object: '/Pipelines/{id}', action: 'Delete', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.doomedPipelineEntry,
+    params: (f) => ({ id: f.doomedPipelineEntry }),
+    allowed: 200,
+  },
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -818,6 +874,7 @@ describe('route access control', () => {
         '/api/v2/execution-profiles/bindings?page[limit]=1000',
         '/api/v2/cluster/nodes',
         '/api/v2/cluster/jobs?page[limit]=1000',
+        '/api/v2/pipelines/entries?page[limit]=1000',
       ].map((url) => asAdmin('GET', url)),
     );
 
@@ -866,6 +923,8 @@ describe('route access control', () => {
     const bindProfile = async (namespaceId: string, isDefault: boolean) =>
       (await asAdmin('POST', '/api/v2/execution-profiles/bindings', { executionProfileId: executionProfile, namespaceId, isDefault })).id;
     const profiles = await asAdmin('GET', '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard');
+    const createPipelineEntry = async (name: string) =>
+      (await asAdmin('POST', '/api/v2/pipelines/entries', { name, namespace: FIXTURE_NAMES.namespace, spec: PIPELINE_SPEC }))._id;
     fixtures = {
       user: user._id,
       doomedUser: await createUser(FIXTURE_NAMES.doomedUser),
@@ -888,6 +947,8 @@ describe('route access control', () => {
       binding: await bindProfile(namespace, true),
       doomedBinding: await bindProfile(spareNamespace, false),
       ...(await clusterFixtures((profiles.data as { _id: string }[])[0]._id)),
+      pipelineEntry: await createPipelineEntry(FIXTURE_NAMES.pipelineEntry),
+      doomedPipelineEntry: await createPipelineEntry(FIXTURE_NAMES.doomedPipelineEntry),
     };
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));

@@ -246,8 +246,11 @@ async function countMatching(
   const scope = options.scope;
   const counted = hidesItems(scope)
     ? undefined
-    : options.counts?.find((counts) =>
-        query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator)),
+    : options.counts?.find(
+        (counts) =>
+          // Counts without an owner column cannot count what a caller owns besides their scope.
+          (counts.owner !== undefined || !scope?.owner) &&
+          query.filters.every((condition) => Object.hasOwn(counts.filters, condition.field) && ['EQ', 'IN'].includes(condition.operator)),
       );
   // What the scope leaves the caller (the items a Deny hides aside), for a count in two parts.
   const visible = unscoped && scope?.owner ? scopeCondition(scope.columns, scope.namespaces) : undefined;
@@ -256,7 +259,7 @@ async function countMatching(
     count = qb.connection.createQueryBuilder().from(counted.table, 'counts').select('coalesce(sum(counts.n), 0)', 'count');
     const columns = query.filters.map((condition) => ({ ...condition, spec: { ...condition.spec, column: `counts.${counted.filters[condition.field]}` } }));
     whereFilters(count, columns);
-    if (scope) narrow(count, scope, { namespace: `counts.${counted.namespace}` }, `counts.${counted.owner}`);
+    if (scope) narrow(count, scope, { namespace: `counts.${counted.namespace}` }, counted.owner && `counts.${counted.owner}`);
   } else if (visible && unscoped && scope?.owner) {
     const owned = unscoped
       .clone()

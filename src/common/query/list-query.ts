@@ -86,9 +86,9 @@ export type IndexUse = string | readonly string[] | Unindexed;
 export interface ListCounts {
   readonly table: string;
   readonly filters: Readonly<Record<string, string>>;
-  /** The table's namespace and owner columns, which access narrows by. */
+  /** The table's namespace and owner columns, which access narrows by; no owner for a list whose items have none (nobody lists them as their own). */
   readonly namespace: string;
-  readonly owner: string;
+  readonly owner?: string;
 }
 
 /**

@@ -1,0 +1,80 @@
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import { defineListQuery, type ListQuery } from '../common/query/list-query.js';
+import { PIPELINE_ENTRY_TYPES } from './dto/pipeline-entry.dto.js';
+
+/** Names sort and match by prefix lower-cased, byte by byte: one btree index serves both. */
+const ENTRY_NAME_KEY = 'lower(entry.name) COLLATE "C"';
+
+/**
+ * What `GET /pipelines/entries` accepts (hub-interface §4.7); columns are over the alias `entry`.
+ * `namespace` is not a column: the list narrows its namespace scope by it (narrowedToNamespaces),
+ * so that it is served like access narrowing, by the indexes led by the namespace. `total` comes
+ * from the counts per namespace and type unless another filter is given.
+ */
+export const PIPELINE_ENTRY_LIST_QUERY = defineListQuery({
+  filters: {
+    namespace: { type: 'string', operators: ['EQ', 'IN'] },
+    name: { column: 'entry.name', type: 'string', operators: ['EQ', 'CO', 'ST'], prefixColumn: ENTRY_NAME_KEY },
+    folderId: { column: 'entry.folder_id', type: 'uuid', operators: ['EQ'] },
+    folderPath: { column: 'entry.folder_path', type: 'string', operators: ['EQ'] },
+    _type: { column: 'entry.type', type: PIPELINE_ENTRY_TYPES, operators: ['EQ'] },
+    _id: { column: 'entry.id', type: 'uuid', operators: ['IN'] },
+    _created: { column: 'entry.created', type: 'datetime', operators: ['LT', 'GT'] },
+    _modified: { column: 'entry.modified', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { name: ENTRY_NAME_KEY, _created: 'entry.created', _modified: 'entry.modified' },
+  defaultSort: 'name',
+  tieBreaker: 'entry.id',
+  indexes: {
+    // A list narrowed to namespaces (by access or by its namespace filter) walks the index led by the namespace in the sort's order.
+    sorts: {
+      name: ['pipeline_entries_name_lower_idx', 'pipeline_entries_namespace_name_idx'],
+      _created: ['pipeline_entries_created_idx', 'pipeline_entries_namespace_created_idx'],
+      _modified: 'pipeline_entries_modified_idx',
+    },
+    filters: {
+      name: ['pipeline_entries_name_lower_idx', 'pipeline_entries_name_trgm_idx'],
+      folderId: 'pipeline_entries_folder_name_idx',
+      folderPath: 'pipeline_entries_folder_path_name_idx',
+      _type: { unindexed: 'two values, each a large share of the entries: the index of the sort finds a page sooner' },
+      _id: 'PK_835e60d4a0d87280e0bff5c4c8a',
+      _created: 'pipeline_entries_created_idx',
+      _modified: 'pipeline_entries_modified_idx',
+    },
+    ordered: [
+      { filter: 'name', operators: ['ST'], sorts: ['name'] },
+      { filter: 'folderId', operators: ['EQ'], sorts: ['name'] },
+      { filter: 'folderPath', operators: ['EQ'], sorts: ['name'] },
+      { filter: '_created', operators: ['LT', 'GT'], sorts: ['_created'] },
+      { filter: '_modified', operators: ['LT', 'GT'], sorts: ['_modified'] },
+    ],
+  },
+  counts: [{ table: 'pipeline_entry_counts', filters: { _type: 'type' }, namespace: 'namespace_id' }],
+});
+
+/** The namespace names a request's `namespace` filter names (EQ or IN), lower-cased; undefined without one. */
+export function namespaceFilterOf(query: ListQuery): string[] | undefined {
+  const conditions = query.filters.filter((condition) => condition.field === 'namespace');
+  if (conditions.length === 0) return undefined;
+  const sets = conditions.map(
+    (condition) => new Set((typeof condition.value === 'string' ? [condition.value] : (condition.value as string[])).map((name) => name.toLowerCase())),
+  );
+  return [...sets[0]].filter((name) => sets.every((set) => set.has(name)));
+}
+
+/**
+ * A list query without its `namespace` filter, and the scope narrowed to the namespaces it named
+ * (by id, as found): the filter is then applied as access narrowing is, and served alike.
+ */
+export function narrowedToNamespaces(
+  query: ListQuery,
+  scope: NamespaceScope,
+  namespaceIds: readonly string[] | undefined,
+): { query: ListQuery; scope: NamespaceScope } {
+  if (namespaceIds === undefined) return { query, scope };
+  const only = scope.all ? namespaceIds.filter((id) => !scope.except.includes(id)) : namespaceIds.filter((id) => scope.only.includes(id));
+  return {
+    query: { ...query, filters: query.filters.filter((condition) => condition.field !== 'namespace') },
+    scope: { all: false, only, ...(scope.items && { items: scope.items }) },
+  };
+}
