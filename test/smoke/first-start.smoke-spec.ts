@@ -42,7 +42,7 @@ function modesUnder(directories: string[]): number[] {
 }
 
 /** The docs whose examples continue the README's walk-through, in the order they build on each other. */
-const CONTINUED_IN = ['identity', 'access-control', 'credentials', 'execution-profiles', 'cluster'];
+const CONTINUED_IN = ['identity', 'access-control', 'credentials', 'execution-profiles', 'cluster', 'pipelines'];
 
 /** The first `sh` block of a file after `heading`. */
 function shellBlock(file: string, heading: string): string {
