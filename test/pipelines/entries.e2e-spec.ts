@@ -399,6 +399,13 @@ describe('pipeline entries', () => {
         ...['one', 'two', 'three'].map((name) => post({ name, namespace: 'pe-tree', folderId: renamed._id })),
       ]);
       for (const response of created) expect(response.statusCode).toBe(201);
+      const doomed = await folder('race-doomed', 'pe-tree');
+      const [deleted, inside] = await Promise.all([remove(doomed._id), post({ name: 'late', namespace: 'pe-tree', folderId: doomed._id })]);
+      // Either the folder went first (and the create found no folder) or the entry did (and the folder was not empty).
+      expect([
+        [200, 400],
+        [409, 201],
+      ]).toContainEqual([deleted.statusCode, inside.statusCode]);
       expect((await list(`filter[folderId][EQ]=${renamed._id}`)).data.map((entry) => entry.folderPath)).toEqual([
         '/race-renamed-2',
         '/race-renamed-2',
