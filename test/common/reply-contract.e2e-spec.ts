@@ -11,6 +11,9 @@ import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
  * service answer what the document does not describe; the harness must fail the request, naming
  * the operation and what is wrong.
  */
+/** The harness's failures, which a run that times the suite without the check (`HUB_TEST_REPLY_CHECK=off`, or `report`) does not make. */
+const whenChecking = (process.env.HUB_TEST_REPLY_CHECK ?? 'on') === 'on' ? describe : describe.skip;
+
 describe('every reply checked against the OpenAPI document', () => {
   let hub: TestHub;
   let namespaceUrl: string;
@@ -39,7 +42,7 @@ describe('every reply checked against the OpenAPI document', () => {
   });
   afterAll(() => hub.close());
 
-  describe('the harness', () => {
+  whenChecking('the harness', () => {
     it('passes a reply the document describes', async () => {
       expect((await getNamespace()).statusCode).toBe(200);
     });
