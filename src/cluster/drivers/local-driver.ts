@@ -506,7 +506,7 @@ export class LocalDriver implements ClusterDriver {
 
   /**
    * Sets up what keeps an execution's limits (its profile's, the hub's defaults for those it
-   * leaves unset): its control groups, whose `cgroup.procs` the launch joins, and what the hub
+   * leaves unset): its control groups, which the launch joins (see ExecutionCgroups.create), and what the hub
    * checks; and the isolation that runs its task. Only a profile's limits are written to its
    * directory: the defaults are the hub's to know again after a restart.
    */

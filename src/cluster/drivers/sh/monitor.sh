@@ -12,8 +12,9 @@
 # signals the monitor alone: TERM it passes on to the launch's group (a stop, its grace period),
 # USR1 it turns into KILL for it; it keeps waiting either way.
 #
-# Arguments: the exit-code file, the `cgroup.procs` files of the execution's control groups
-# (separated by spaces; none: empty), the execution's id, then the launch: the isolation's program
+# Arguments: the exit-code file, the files by which the launch joins the execution's control
+# groups, writing 0 to each (cgroup v1's `tasks`, v2's `cgroup.procs`; separated by spaces; none:
+# empty), the execution's id, then the launch: the isolation's program
 # and arguments, and the task's init with its own. Environment: the launcher's ($SETSID).
 #
 # The hub passes this program without its comment lines (see shell-program.ts).
