@@ -19,10 +19,11 @@ import {
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
+import { launchOf } from './execution-launch.js';
 import { ExecutionStops, type StoppableIn, type StoppingScheduler } from './execution-stops.js';
 import { HubFairShare, shareOut, type FairShare } from './fair-share.js';
 import { HubPresence } from './hub-presence.js';
-import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Launch, type Outcome } from './drivers/cluster-driver.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Outcome } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
 import { endEventOf, endTask, markRunning } from './task-state.js';
@@ -46,8 +47,6 @@ const PLACE_BATCH = 32;
 const QUEUE_NOTICE = 'cluster_queue';
 const PRUNE_INTERVAL_MS = 3600 * 1000;
 const PRUNE_BATCH = 500;
-/** What the hub passes to every execution from its own environment; nothing else of it (its settings, secrets) leaks to jobs. */
-const INHERITED_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'TZ'];
 
 /** A node as constraints see it: `node.attr.os` and `node.os` agree, as the node detail shows `os` among its attributes. */
 function factsOf(node: NodeRoom): NodeFacts {
@@ -517,44 +516,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
-  /** What the driver needs to launch a claimed execution on a node. */
-  private launchOf(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Launch {
-    const { task } = execution;
-    if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
-    const inherited = Object.fromEntries(
-      INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
-    );
-    const env = {
-      ...inherited,
-      ...task.environment,
-      ...Object.fromEntries(task.envVars.map(({ name, value }) => [name, value])),
-      HOME: join(execution.executionDir, 'work'),
-      HUB_JOB_ID: execution.jobId,
-      HUB_EXECUTION_ID: execution.id,
-      HUB_TASK_NAME: task.name,
-    };
-    return {
-      executionId: execution.id,
-      nodeName,
-      command: task.command,
-      args: task.args,
-      env,
-      identity: task.identity,
-      limits: task.limits ?? {},
-      executionDir: execution.executionDir,
-      cpu: execution.reservedCpu,
-      memory: execution.reservedMemory,
-      constraints: task.constraints,
-      excludedNodes,
-    };
-  }
-
   /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
   private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
     let driverRef: string;
     const slot = this.driver.queues ? undefined : this.follows(execution);
     try {
-      driverRef = await this.driver.start(this.launchOf(execution, nodeName, excludedNodes));
+      driverRef = await this.driver.start(launchOf(execution, nodeName, excludedNodes));
     } catch (error) {
       this.unfollow(execution.id, slot);
       return this.failedToStart(execution, error as Error);
@@ -566,7 +533,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private prepare(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): PreparedLaunch {
     const ready = (async () => {
       try {
-        return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(this.launchOf(execution, nodeName, excludedNodes));
+        return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(launchOf(execution, nodeName, excludedNodes));
       } catch (error) {
         this.takePrepared(execution.id);
         await this.isolated(execution.id, () => this.failedToStart(execution, error as Error));
