@@ -19,11 +19,14 @@ import {
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
-import { capInForce, capSetting, FairShare, shareOut, soleOwner, type Holding } from './fair-share.js';
+import { launchOf } from './execution-launch.js';
+import { ExecutionStops, type StoppableIn, type StoppingScheduler } from './execution-stops.js';
+import { HubFairShare, shareOut, type FairShare } from './fair-share.js';
 import { HubPresence } from './hub-presence.js';
-import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Launch, type Outcome, type Tracked } from './drivers/cluster-driver.js';
+import { CLUSTER_DRIVER, type ClusterDriver, type Ended, type Outcome } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
 import type { TaskEvent, TaskState } from './entities/job-execution.entity.js';
+import { endEventOf, endTask, markRunning } from './task-state.js';
 
 /** The safety net's period, and a queueing cluster's poll: nothing that can start now waits for it. */
 const TICK_MS = 1000;
@@ -42,12 +45,8 @@ const PREPARE_AFTER_MS = 20;
 const PLACE_BATCH = 32;
 /** Announced (at commit) by a submission: hubs wake to place it. */
 const QUEUE_NOTICE = 'cluster_queue';
-/** Announced to ask the hub that follows an execution on a node no other shares to kill it. */
-const STOP_NOTICE = 'cluster_stop';
 const PRUNE_INTERVAL_MS = 3600 * 1000;
 const PRUNE_BATCH = 500;
-/** What the hub passes to every execution from its own environment; nothing else of it (its settings, secrets) leaks to jobs. */
-const INHERITED_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'TZ'];
 
 /** A node as constraints see it: `node.attr.os` and `node.os` agree, as the node detail shows `os` among its attributes. */
 function factsOf(node: NodeRoom): NodeFacts {
@@ -162,8 +161,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    */
   private fullBelow?: number;
   private fullFor?: string;
-  /** The cap on one user's batch executions per node (see fair-share.ts). */
-  private readonly cap: number | null;
+  private readonly fairShare: HubFairShare;
+  private readonly stops: ExecutionStops;
   /** The round submissions that can only be prepared share (see `submitted`). */
   private placeSoon?: NodeJS.Timeout;
   private stopped = false;
@@ -181,16 +180,22 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     logger: HubLogger,
   ) {
     this.logger = logger.for('cluster');
-    this.cap = capSetting(config.maxRunningJobsPerUser);
+    // Fair share and the cap are the hub's on its own nodes; a queueing cluster applies its own.
+    this.fairShare = new HubFairShare(config.maxRunningJobsPerUser, !driver.queues);
     driver.onChange(() => this.wake(true));
     driver.onExit?.((executionId, ended) => this.heardExit(executionId, ended));
     changes.subscribe(QUEUE_NOTICE, (change) => {
       if (change === 'reset') this.wake(true);
       if (change === 'reset' || change.id !== String(this.presence?.hub)) this.wake();
     });
-    changes.subscribe(STOP_NOTICE, (change) => {
-      if (change !== 'reset' && change.id) void this.stopFollowed(change.id);
-    });
+    const scheduler: StoppingScheduler = {
+      hub: () => this.presence?.hub,
+      reaches: (nodeId) => this.ownNodeIds.has(nodeId),
+      forget: (executionId) => this.followed.delete(executionId),
+      dropPrepared: (executionId) => this.dropPrepared(executionId),
+      wake: () => this.wake(),
+    };
+    this.stops = new ExecutionStops(scheduler, cluster, driver, metrics, dataSource, changes, this.logger);
     metrics.readFrom(() => cluster.snapshot());
   }
 
@@ -295,57 +300,14 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.wake();
   }
 
-  /**
-   * Kills what a job runs and ends its executions (failed, with an event), which makes it dead;
-   * with `revoked` (its owner was deactivated or deleted), only those not started yet, with a
-   * `Revoked` event: what runs keeps running.
-   */
-  async stopJob(job: Pick<ClusterJob, 'id'>, reason: string, revoked = false): Promise<void> {
-    const event = taskEvent(revoked ? 'Revoked' : 'Killed', reason);
-    for (const execution of await this.cluster.unfinishedOf(job.id)) await this.stopExecution(execution, event, revoked ? 'notStarted' : 'any');
+  /** See ExecutionStops.stopJob. */
+  stopJob(job: Pick<ClusterJob, 'id'>, reason: string, revoked = false): Promise<void> {
+    return this.stops.stopJob(job, reason, revoked);
   }
 
-  /**
-   * Ends an execution failed with `event` under its row lock, and kills what runs of it; whether
-   * this call ended it. `which` says in what state it may be ended: pending or running (`any`),
-   * only `running`, or only `notStarted` (pending and never launched).
-   */
-  async stopExecution(execution: { id: string; executionDir: string }, event: TaskEvent, which: 'any' | 'running' | 'notStarted' = 'any'): Promise<boolean> {
-    // As the locked row has it: the execution may have started since the list was read.
-    let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
-    let preparedBy: number | undefined;
-    let ended = false;
-    await this.cluster.updateExecution(execution.id, (current) => {
-      if (current.status !== 'pending' && current.status !== 'running') return false;
-      if (which === 'running' && current.status !== 'running') return false;
-      if (which === 'notStarted' && (current.status !== 'pending' || current.driverRef !== null)) return false;
-      if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
-      else if (current.prepared && current.hub !== null) preparedBy = current.hub;
-      this.end(current.taskState, current, 'failed', null, event);
-      ended = true;
-      return true;
-    });
-    if (which === 'notStarted' && !ended) return false;
-    if (ended) {
-      this.metrics.ended(which === 'running' ? 'failed' : 'stopped');
-      // Its CPUs (or its place among those prepared) are free now.
-      this.wake();
-    }
-    this.followed.delete(execution.id);
-    // A prepared launch is let go of by the hub that prepared it.
-    if (preparedBy === this.presence?.hub) await this.dropPrepared(execution.id);
-    else if (preparedBy !== undefined) await this.askToStop(execution.id);
-    if (!target) return ended;
-    const tracked = { executionId: execution.id, driverRef: target.driverRef, executionDir: execution.executionDir };
-    // This hub's driver reaches the node (its own execution, or one on a node it shares); else the hub that follows it is asked to.
-    if (target.hub === this.presence?.hub || (target.nodeId !== null && this.ownNodeIds.has(target.nodeId))) await this.stopQuietly(tracked);
-    else await this.askToStop(execution.id);
-    return ended;
-  }
-
-  /** Asks, through the database, the hub that follows (or prepared) an execution to stop what runs of it. */
-  private async askToStop(executionId: string): Promise<void> {
-    await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: executionId })]);
+  /** See ExecutionStops.stopExecution. */
+  stopExecution(execution: { id: string; executionDir: string }, event: TaskEvent, which: StoppableIn = 'any'): Promise<boolean> {
+    return this.stops.stopExecution(execution, event, which);
   }
 
   @Interval('cluster-prune', PRUNE_INTERVAL_MS)
@@ -407,13 +369,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (this.ownNodeIds.size === 0 || this.startsHeld !== undefined) return false;
     let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
     let claimed: ClaimedExecution[];
-    // Fair share and the cap are the hub's on its own nodes; a queueing cluster applies its own.
-    const fair = !this.driver.queues;
-    const preparedOwners = [...new Set([...this.prepared.values()].flatMap((launches) => launches.flatMap((launch) => launch.execution.ownerId ?? [])))];
-    const line = { fair, ...(fair && capInForce(this.cap) && { lockOwners: preparedOwners }) };
+    const line = this.fairShare.line(this.prepared.values());
     try {
       claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, line, (pending, nodes, holdings, locked) => {
-        placement = this.decide(pending, nodes, this.noteWaiting, fair ? this.fairShare(nodes, holdings, locked) : undefined);
+        placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked));
         return placement;
       });
       this.noteWaiting = false;
@@ -444,11 +403,6 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private track(work: Promise<void>): void {
     const tracked = work.finally(() => this.starting.delete(tracked));
     this.starting.add(tracked);
-  }
-
-  /** A round's fair share, from what each owner holds. */
-  private fairShare(nodes: readonly NodeRoom[], holdings: readonly Holding[], locked: Set<string> | undefined): FairShare {
-    return new FairShare(holdings, new Map(nodes.map((node) => [node.id, node.cpu])), this.cap, locked);
   }
 
   /**
@@ -552,13 +506,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
     const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
     const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
-    const fullFor =
-      fair &&
-      soleOwner([
-        ...pending.map((execution) => execution.ownerId),
-        ...nodes.flatMap((node) => (this.prepared.get(node.id) ?? []).map((launch) => launch.execution.ownerId)),
-        ...fair.holdersOn(nodes.map((node) => node.id)),
-      ]);
+    const fullFor = fair?.soleOwnerOn(nodes, pending, this.prepared);
     return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }) };
   }
 
@@ -568,44 +516,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return taskEvent('PlacementFailed', `No node meets the execution profile's constraints (${unmet.join('; ')})`, { unmet: unmet.join('; ') });
   }
 
-  /** What the driver needs to launch a claimed execution on a node. */
-  private launchOf(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Launch {
-    const { task } = execution;
-    if (task.identity === undefined) throw new Error('it was submitted before jobs ran as their users; submit it again');
-    const inherited = Object.fromEntries(
-      INHERITED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name] as string]),
-    );
-    const env = {
-      ...inherited,
-      ...task.environment,
-      ...Object.fromEntries(task.envVars.map(({ name, value }) => [name, value])),
-      HOME: join(execution.executionDir, 'work'),
-      HUB_JOB_ID: execution.jobId,
-      HUB_EXECUTION_ID: execution.id,
-      HUB_TASK_NAME: task.name,
-    };
-    return {
-      executionId: execution.id,
-      nodeName,
-      command: task.command,
-      args: task.args,
-      env,
-      identity: task.identity,
-      limits: task.limits ?? {},
-      executionDir: execution.executionDir,
-      cpu: execution.reservedCpu,
-      memory: execution.reservedMemory,
-      constraints: task.constraints,
-      excludedNodes,
-    };
-  }
-
   /** Starts a claimed execution and records it started (or submitted), in one statement; one stopped meanwhile is killed again. */
   private async start(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): Promise<void> {
     let driverRef: string;
     const slot = this.driver.queues ? undefined : this.follows(execution);
     try {
-      driverRef = await this.driver.start(this.launchOf(execution, nodeName, excludedNodes));
+      driverRef = await this.driver.start(launchOf(execution, nodeName, excludedNodes));
     } catch (error) {
       this.unfollow(execution.id, slot);
       return this.failedToStart(execution, error as Error);
@@ -617,7 +533,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private prepare(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): PreparedLaunch {
     const ready = (async () => {
       try {
-        return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(this.launchOf(execution, nodeName, excludedNodes));
+        return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(launchOf(execution, nodeName, excludedNodes));
       } catch (error) {
         this.takePrepared(execution.id);
         await this.isolated(execution.id, () => this.failedToStart(execution, error as Error));
@@ -638,7 +554,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       startedAt = await (this.driver.release as NonNullable<ClusterDriver['release']>)(execution.id);
     } catch (error) {
       this.unfollow(execution.id, slot);
-      await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+      await this.stops.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
       return this.failedToStart(execution, error as Error);
     }
     await this.recordStart(execution, nodeName, driverRef, startedAt, slot);
@@ -701,7 +617,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       return this.track(this.recordEnd(executionId, slot, ended, next));
     }
     if (!next) return;
-    const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id, this.cap).catch((error: unknown) => {
+    const handedOver = this.cluster.handOver(this.hub, executionId, next.execution.id, this.fairShare.cap).catch((error: unknown) => {
       this.logger.error({ err: error, executionId }, 'Could not hand an ended execution’s CPUs to a prepared launch');
       return false;
     });
@@ -732,10 +648,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     let handed = false;
     if (recorded) {
       const taskState = structuredClone(recorded.taskState);
-      this.end(taskState, undefined, ended.state, ended.exitCode, this.eventOf(ended), ended.finishedAt);
+      endTask(taskState, undefined, ended.state, ended.exitCode, endEventOf(ended), ended.finishedAt);
       const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState };
       try {
-        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id, this.cap));
+        if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id, this.fairShare.cap));
         else written = await this.cluster.transition(executionId, expected, this.hub, change);
       } catch (error) {
         this.logger.error({ err: error, executionId }, 'Could not record the end of an execution; the follow reads it again');
@@ -781,7 +697,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private async failedToStart(execution: ClaimedExecution, error: Error): Promise<void> {
     this.metrics.driverFailed('start');
     const taskState = structuredClone(execution.taskState);
-    this.end(taskState, undefined, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${error.message}`));
+    endTask(taskState, undefined, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${error.message}`));
     if (
       await this.cluster.transition(execution.id, 'pending', this.hub, {
         status: 'failed',
@@ -804,7 +720,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private async recordStart(execution: ClaimedExecution, nodeName: string, driverRef: string, startedAt = new Date(), slot?: Followed): Promise<void> {
     const taskState = structuredClone(execution.taskState);
     if (this.driver.queues) taskState.events.push(taskEvent('Submitted', `Submitted to ${this.driver.name} as ${driverRef}`, { ref: driverRef }));
-    else this.markRunning(taskState, nodeName, startedAt);
+    else markRunning(taskState, nodeName, startedAt);
     if (slot && !this.driver.queues && this.driver.onExit) {
       // A moment later, unless its end, told meanwhile, takes it (see recordEnd).
       await new Promise<void>((resolve) => {
@@ -847,7 +763,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     // Stopped while it was being started: nothing will follow it, so it must not run on.
     if (!recorded) {
       this.unfollow(execution.id, slot);
-      await this.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
+      await this.stops.stopQuietly({ executionId: execution.id, driverRef, executionDir: execution.executionDir });
     } else if (status === 'running') {
       this.metrics.started(nodeName, execution.created, startedAt);
       // A short task's end may have been heard, and looked for, before its start was recorded: look again.
@@ -890,7 +806,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (execution.status === 'pending' && (outcome.state === 'running' || outcome.node)) {
       // Running, or it ran and ended between two looks (a short job on a queueing cluster): it did start.
       nodeId = (outcome.node && this.ownNodes.get(outcome.node)) ?? nodeId;
-      this.markRunning(taskState, outcome.node ?? 'its node', now);
+      markRunning(taskState, outcome.node ?? 'its node', now);
     }
     if (outcome.state === 'running') {
       if (
@@ -911,7 +827,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     // Its CPUs are recorded handed on before it is recorded ended, so that its node never looks emptier than it is.
     const handed = (await this.followed.get(execution.id)?.handedOver) ?? false;
     this.followed.delete(execution.id);
-    this.end(taskState, undefined, outcome.state, exitCode, this.eventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
+    endTask(taskState, undefined, outcome.state, exitCode, endEventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
     const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
       status: outcome.state,
       nodeId,
@@ -923,30 +839,6 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     return written && !handed;
   }
 
-  /** Kills, when this hub follows it, an execution another hub ended (a stop asked there). */
-  private async stopFollowed(executionId: string): Promise<void> {
-    try {
-      await this.dropPrepared(executionId);
-      // Its CPUs were freed by the stop: its end hands nothing on.
-      this.followed.delete(executionId);
-      const target = await this.cluster.stopTarget(executionId);
-      if (target?.driverRef && target.hub === this.presence?.hub)
-        await this.stopQuietly({ executionId, driverRef: target.driverRef, executionDir: target.executionDir });
-    } catch (error) {
-      this.logger.error({ err: error, executionId }, 'Could not stop an execution another hub asked this one to stop');
-    }
-  }
-
-  /** Kills what runs of an execution already ended in the hub's eyes; a driver's failure to is logged, not the caller's problem. */
-  private async stopQuietly(tracked: Tracked): Promise<void> {
-    try {
-      await this.driver.stop(tracked);
-    } catch (error) {
-      this.metrics.driverFailed('stop');
-      this.logger.error({ err: error, executionId: tracked.executionId }, 'The cluster driver could not stop an execution');
-    }
-  }
-
   /** Runs one execution's step so that a failure there is logged and leaves the others to go on. */
   private async isolated(executionId: string, step: () => Promise<void>): Promise<void> {
     try {
@@ -954,42 +846,5 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     } catch (error) {
       this.logger.error({ err: error, executionId }, 'Cluster scheduling failed for one execution; retrying at the next event or tick');
     }
-  }
-
-  private markRunning(taskState: TaskState, nodeName: string, startedAt: Date): void {
-    taskState.status = 'running';
-    taskState.startedAt = startedAt.toISOString();
-    taskState.events.push(taskEvent('Started', `Started on ${nodeName}`, { node: nodeName }));
-  }
-
-  private eventOf(outcome: Exclude<Outcome, { state: 'running' | 'queued' }>): TaskEvent {
-    if (outcome.state === 'lost') return taskEvent('Lost', outcome.message);
-    if ('limit' in outcome && outcome.limit) return taskEvent('LimitExceeded', outcome.message, { limit: outcome.limit, exitCode: String(outcome.exitCode) });
-    return taskEvent('Terminated', outcome.message, { exitCode: String(outcome.exitCode) });
-  }
-
-  /**
-   * Ends a task, at `finishedAt` when the driver knows (it may have ended while the hub was down),
-   * else now; with `execution`, its status and exit code too.
-   */
-  private end(
-    taskState: TaskState,
-    execution: { status: string; exitCode: number | null } | undefined,
-    status: 'completed' | 'failed' | 'lost',
-    exitCode: number | null,
-    event: TaskEvent,
-    finishedAt?: string,
-  ): void {
-    if (execution) {
-      execution.status = status;
-      execution.exitCode = exitCode;
-    }
-    taskState.status = 'dead';
-    taskState.failed = status !== 'completed';
-    const ended = finishedAt ?? new Date().toISOString();
-    // A fast task may write its exit code before the hub has recorded its start: it did not end before it began.
-    const started = taskState.startedAt;
-    taskState.finishedAt = started && Date.parse(started) > Date.parse(ended) ? started : ended;
-    taskState.events.push(event);
   }
 }

@@ -15,7 +15,7 @@ import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
-import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding } from './fair-share.js';
+import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding, type LineOrder } from './fair-share.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -469,7 +469,7 @@ export class ClusterRepository {
     nodeIds: readonly string[],
     exclusive: boolean,
     limit: number,
-    line: { readonly fair: boolean; readonly lockOwners?: readonly string[] },
+    line: LineOrder,
     decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined) => Placement,
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted

@@ -85,7 +85,7 @@ async function du(program: string, dirs: readonly string[]): Promise<string> {
  * Hubs on one database may share the filesystem (one host): a look that would evict or reclaim
  * holds a transaction-scoped advisory lock named after the host and the filesystem, so that one
  * breach costs one eviction, and each execution is ended under its row lock (see
- * ClusterScheduler.stopExecution), only if it still runs.
+ * ExecutionStops.stopExecution), only if it still runs.
  */
 @Injectable()
 export class DiskReserve implements OnApplicationBootstrap, OnApplicationShutdown {

@@ -144,8 +144,21 @@ export class FairShare {
     }
   }
 
+  /** The one owner of what waits for these nodes (in line, and prepared on them) and of the slots held on them, if there is just one. */
+  soleOwnerOn(
+    nodes: readonly { readonly id: string }[],
+    inLine: readonly InLine[],
+    prepared: ReadonlyMap<string, readonly { readonly execution: InLine }[]>,
+  ): string | undefined {
+    return soleOwner([
+      ...inLine.map((execution) => execution.ownerId),
+      ...nodes.flatMap((node) => (prepared.get(node.id) ?? []).map((launch) => launch.execution.ownerId)),
+      ...this.holdersOn(nodes.map((node) => node.id)),
+    ]);
+  }
+
   /** The owners holding slots on these nodes. */
-  holdersOn(nodeIds: readonly string[]): string[] {
+  private holdersOn(nodeIds: readonly string[]): string[] {
     return [...new Set(nodeIds.flatMap((nodeId) => [...(this.holders.get(nodeId) ?? [])]))];
   }
 
@@ -237,4 +250,40 @@ export function soleOwner(owners: Iterable<string | null>): string | undefined {
   const distinct = new Set(owners);
   const [owner] = distinct;
   return distinct.size === 1 && owner !== null ? owner : undefined;
+}
+
+/** How a placement round reads the line (lineStatement), and whose locks it takes (lockOwnersStatement). */
+export interface LineOrder {
+  readonly fair: boolean;
+  readonly lockOwners?: readonly string[];
+}
+
+/**
+ * Fair share as a hub's scheduler applies it: on its own nodes, where it places, with the cap it was
+ * given (which the hand-off of a freed slot checks too); not at all where the cluster queues
+ * (`fair` false), which applies its own.
+ */
+export class HubFairShare {
+  readonly cap: number | null;
+
+  constructor(
+    maxRunningJobsPerUser: number | undefined,
+    readonly fair: boolean,
+  ) {
+    this.cap = capSetting(maxRunningJobsPerUser);
+  }
+
+  /**
+   * How a round reads the line: with a cap in force, it locks the owners of this hub's prepared
+   * launches (`prepared`, by node) too, since it may release those.
+   */
+  line(prepared: Iterable<readonly { readonly execution: { readonly ownerId: string | null } }[]>): LineOrder {
+    if (!this.fair || !capInForce(this.cap)) return { fair: this.fair };
+    return { fair: true, lockOwners: [...new Set([...prepared].flatMap((launches) => launches.flatMap((launch) => launch.execution.ownerId ?? [])))] };
+  }
+
+  /** A round's view of who holds what, from the holdings it read (with the owners it locked); none without fair share. */
+  forRound(nodes: readonly { readonly id: string; readonly cpu: number }[], holdings: readonly Holding[], locked?: ReadonlySet<string>): FairShare | undefined {
+    return this.fair ? new FairShare(holdings, new Map(nodes.map((node) => [node.id, node.cpu])), this.cap, locked) : undefined;
+  }
 }
