@@ -225,7 +225,10 @@ describe('fair share', () => {
       for (const job of waiting) await c.until(job, (execution) => execution.status === 'completed', 'to run and end');
       writeFileSync(join(marks, 'go-h2'), '');
       await c.allDone();
-      expect(orderIn(marks)).toEqual(['h1 start', 'h2 start', 'h1 end', 'b-low start', 'a-high start', 'a-low start', 'h2 end']);
+      const order = orderIn(marks);
+      // The two holders start together, in either order (one failed run under load had h2 first).
+      expect(order.slice(0, 2).sort()).toEqual(['h1 start', 'h2 start']);
+      expect(order.slice(2)).toEqual(['h1 end', 'b-low start', 'a-high start', 'a-low start', 'h2 end']);
     } finally {
       await hub.close();
     }
