@@ -61,6 +61,16 @@ export function fastifyProblem(error: unknown, request: FastifyRequest): Problem
   return isFastifyError(error) ? { status: error.statusCode, detail: fastifyDetail(error, request) } : undefined;
 }
 
+/**
+ * Whether an error is pg-pool's when every connection stayed busy for the whole wait: the hub is
+ * overloaded, not broken (a 503 with Retry-After). pg-pool gives it no code, only this text, which
+ * test/common/pool-busy.e2e-spec.ts takes from a real pool so that a pg upgrade that rewords it
+ * fails there rather than turning the 503 back into a 500.
+ */
+export function poolBusy(error: unknown): boolean {
+  return error instanceof Error && error.message === 'timeout exceeded when trying to connect';
+}
+
 function toProblem(exception: unknown, request: FastifyRequest): Problem | undefined {
   if (exception instanceof HubError) {
     return { status: exception.status, detail: exception.message, errors: exception.errors, headers: exception.headers };
@@ -76,9 +86,7 @@ function toProblem(exception: unknown, request: FastifyRequest): Problem | undef
     return status < 500 ? { status, detail: exception.message } : undefined;
   }
   if (exception instanceof QueryFailedError) return databaseProblem((exception as QueryFailedError<Error>).driverError);
-  // pg-pool's word when every connection stayed busy for the whole wait: the hub is overloaded, not broken.
-  if (exception instanceof Error && exception.message === 'timeout exceeded when trying to connect')
-    return { status: 503, detail: 'The hub is too busy to take this request now; retry it', headers: { 'retry-after': '1' } };
+  if (poolBusy(exception)) return { status: 503, detail: 'The hub is too busy to take this request now; retry it', headers: { 'retry-after': '1' } };
   return undefined;
 }
 
