@@ -119,6 +119,8 @@ export class FilesCopiedOut implements OnModuleInit {
 
   /** Makes the store, the hub's alone: writable and readable by nobody else, and no link. */
   onModuleInit(): void {
+    // The shared directory first, as the driver makes it (jobs enter it): a recursive make of the store alone would give it 0700.
+    makeDirectory(dirname(this.root), 'HUB_SHARED_DIR');
     makeDirectory(this.root, 'HUB_SHARED_DIR', 0o700);
     if (!lstatSync(this.root).isDirectory())
       throw new StartupError(`The store of results ${this.root} is not a directory (a link?). Remove it; the hub makes it.`);
