@@ -15,6 +15,7 @@ import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
 import { DiskReserve } from './disk-reserve.js';
+import { FilesCopiedOut } from './files-copied-out.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
 import { ExecutionCgroups, NO_CGROUPS } from './drivers/cgroups.js';
 import { defaultMaxMemoryMiB } from './drivers/execution-bounds.js';
@@ -73,8 +74,8 @@ const DRIVER: Provider = {
 @Module({
   imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, DRIVER],
-  exports: [ClusterService],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, FilesCopiedOut, DRIVER],
+  exports: [ClusterService, FilesCopiedOut],
 })
 export class ClusterModule {
   constructor(namespaces: NamespacesService, profiles: ExecutionProfilesService, cluster: ClusterRepository) {

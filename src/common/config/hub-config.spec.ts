@@ -56,6 +56,8 @@ const DEFAULTS: HubConfig = {
   jobDefaultMaxProcesses: 4096,
   jobDefaultMaxMemoryMiB: undefined,
   maxRunningJobsPerUser: undefined,
+  resultMaxBytes: 1073741824,
+  runRetentionDays: 30,
   logLevel: 'info',
 };
 
@@ -92,6 +94,8 @@ const ALL_SETTINGS = [
   'HUB_JOB_DEFAULT_MAX_PROCESSES',
   'HUB_JOB_DEFAULT_MAX_MEMORY_MIB',
   'HUB_MAX_RUNNING_JOBS_PER_USER',
+  'HUB_RESULT_MAX_BYTES',
+  'HUB_RUN_RETENTION_DAYS',
   'HUB_LOG_LEVEL',
 ];
 
@@ -168,6 +172,8 @@ describe('loadHubConfig', () => {
         HUB_JOB_DEFAULT_MAX_PROCESSES: '512',
         HUB_JOB_DEFAULT_MAX_MEMORY_MIB: '2048',
         HUB_MAX_RUNNING_JOBS_PER_USER: '0',
+        HUB_RESULT_MAX_BYTES: '5000000000',
+        HUB_RUN_RETENTION_DAYS: '3',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -201,6 +207,8 @@ describe('loadHubConfig', () => {
         jobDefaultMaxProcesses: 512,
         jobDefaultMaxMemoryMiB: 2048,
         maxRunningJobsPerUser: 0,
+        resultMaxBytes: 5000000000,
+        runRetentionDays: 3,
         logLevel: 'debug',
       });
     });
@@ -245,6 +253,24 @@ describe('loadHubConfig', () => {
         localPreparedLaunches: 0,
         jobRetentionDays: 2,
       });
+    });
+
+    it('reads the largest result a file may give and the days a pipeline run is kept', () => {
+      expect(loadHubConfig({ HUB_RESULT_MAX_BYTES: '1', HUB_RUN_RETENTION_DAYS: '3650' }, CWD)).toMatchObject({ resultMaxBytes: 1, runRetentionDays: 3650 });
+      expect(loadHubConfig({ HUB_RESULT_MAX_BYTES: String(Number.MAX_SAFE_INTEGER) }, CWD).resultMaxBytes).toBe(Number.MAX_SAFE_INTEGER);
+    });
+
+    it.each([
+      ['HUB_RESULT_MAX_BYTES', '0'],
+      ['HUB_RESULT_MAX_BYTES', '-1'],
+      ['HUB_RESULT_MAX_BYTES', '1.5'],
+      ['HUB_RESULT_MAX_BYTES', '1GiB'],
+      ['HUB_RESULT_MAX_BYTES', String(2 ** 53)],
+      ['HUB_RUN_RETENTION_DAYS', '0'],
+      ['HUB_RUN_RETENTION_DAYS', '3651'],
+      ['HUB_RUN_RETENTION_DAYS', 'a month'],
+    ])('refuses %s=%s, naming the setting', (name, value) => {
+      expect(configurationErrorFor({ [name]: value })).toContain(name);
     });
 
     it.each([

@@ -77,6 +77,10 @@ export abstract class HubConfig {
   abstract readonly jobDefaultMaxMemoryMiB?: number;
   /** Batch executions one user may run at once on one node; absent: all its slots but one (none on a one-slot node); 0: no cap. */
   abstract readonly maxRunningJobsPerUser?: number;
+  /** The most bytes of one file the hub copies out of an execution into its store of results (a log over it keeps its last bytes). */
+  abstract readonly resultMaxBytes: number;
+  /** Days a finished pipeline run, with its results, is kept. */
+  abstract readonly runRetentionDays: number;
   abstract readonly logLevel: LogLevel;
 }
 
@@ -339,6 +343,20 @@ class HubEnvironment {
   HUB_MAX_RUNNING_JOBS_PER_USER?: number = undefined;
 
   @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
+  HUB_RESULT_MAX_BYTES = 1024 * 1024 * 1024;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HUB_RUN_RETENTION_DAYS = 30;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -402,6 +420,8 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     jobDefaultMaxProcesses: settings.HUB_JOB_DEFAULT_MAX_PROCESSES,
     jobDefaultMaxMemoryMiB: settings.HUB_JOB_DEFAULT_MAX_MEMORY_MIB,
     maxRunningJobsPerUser: settings.HUB_MAX_RUNNING_JOBS_PER_USER,
+    resultMaxBytes: settings.HUB_RESULT_MAX_BYTES,
+    runRetentionDays: settings.HUB_RUN_RETENTION_DAYS,
     logLevel: settings.HUB_LOG_LEVEL,
   };
 }
