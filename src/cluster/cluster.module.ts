@@ -14,7 +14,9 @@ import { ClusterScheduler } from './cluster-scheduler.js';
 import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
+import { Attempts } from './attempts.js';
 import { DiskReserve } from './disk-reserve.js';
+import { ExecutionAnnouncements } from './execution-announcements.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
 import { ExecutionCgroups, NO_CGROUPS } from './drivers/cgroups.js';
 import { defaultMaxMemoryMiB } from './drivers/execution-bounds.js';
@@ -73,8 +75,8 @@ const DRIVER: Provider = {
 @Module({
   imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, DRIVER],
-  exports: [ClusterService],
+  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, ExecutionAnnouncements, Attempts, DRIVER],
+  exports: [ClusterService, ExecutionAnnouncements],
 })
 export class ClusterModule {
   constructor(namespaces: NamespacesService, profiles: ExecutionProfilesService, cluster: ClusterRepository) {
