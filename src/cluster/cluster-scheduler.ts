@@ -696,7 +696,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private follows(execution: ClaimedExecution): Followed {
     let settleStart: (recorded: boolean) => void = () => undefined;
     const startRecorded = new Promise<boolean>((resolve) => (settleStart = resolve));
-    const slot: Followed = { execution, nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
+    // What its announcements name, not its task (which may be large), for as long as it runs.
+    const { id, jobId, ownerId, workloadKey } = execution;
+    const slot: Followed = { execution: { id, jobId, ownerId, workloadKey }, nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
     this.followed.set(execution.id, slot);
     return slot;
   }
