@@ -17,6 +17,7 @@ import { FamiliarLoginAddresses1795400000000 } from './1795400000000-FamiliarLog
 import { FairShare1795410000000 } from './1795410000000-FairShare.js';
 import { FairShareHandOverProbe1795420000000 } from './1795420000000-FairShareHandOverProbe.js';
 import { PipelineEntries1795430000000 } from './1795430000000-PipelineEntries.js';
+import { WorkloadKeys1795440000000 } from './1795440000000-WorkloadKeys.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -38,4 +39,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   FairShare1795410000000,
   FairShareHandOverProbe1795420000000,
   PipelineEntries1795430000000,
+  WorkloadKeys1795440000000,
 ];

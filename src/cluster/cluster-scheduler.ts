@@ -19,6 +19,7 @@ import {
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
+import { ExecutionAnnouncements, type AnnouncedExecution, type News } from './execution-announcements.js';
 import { launchOf } from './execution-launch.js';
 import { ExecutionStops, type StoppableIn, type StoppingScheduler } from './execution-stops.js';
 import { HubFairShare, shareOut, type FairShare } from './fair-share.js';
@@ -66,6 +67,8 @@ function ahead(a: { priority: number; created: Date; id: string }, b: { priority
  * launch, and the follow records its end once they have.
  */
 interface Followed {
+  /** What its announcements name. */
+  readonly execution: AnnouncedExecution;
   readonly nodeId: string;
   readonly cpu: number;
   /** Settles once the start's record is written (true) or will never be (false). */
@@ -178,6 +181,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     private readonly dataSource: DataSource,
     changes: ChangeFeed,
     logger: HubLogger,
+    private readonly announcements: ExecutionAnnouncements,
   ) {
     this.logger = logger.for('cluster');
     // Fair share and the cap are the hub's on its own nodes; a queueing cluster applies its own.
@@ -195,7 +199,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       dropPrepared: (executionId) => this.dropPrepared(executionId),
       wake: () => this.wake(),
     };
-    this.stops = new ExecutionStops(scheduler, cluster, driver, metrics, dataSource, changes, this.logger);
+    this.stops = new ExecutionStops(scheduler, cluster, driver, metrics, dataSource, changes, announcements, this.logger);
     metrics.readFrom(() => cluster.snapshot());
   }
 
@@ -369,12 +373,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (this.ownNodeIds.size === 0 || this.startsHeld !== undefined) return false;
     let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
     let claimed: ClaimedExecution[];
+    let news: News | undefined;
     const line = this.fairShare.line(this.prepared.values());
     try {
       claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, line, (pending, nodes, holdings, locked) => {
         placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked));
-        return placement;
+        news = this.announcements.ofPlacement(pending, placement);
+        return { ...placement, notices: news.notices };
       });
+      news?.publish();
       this.noteWaiting = false;
     } catch (error) {
       // Nothing of the round was written: what it took out of line goes back.
@@ -494,7 +501,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         prepared = node !== undefined;
       }
       if (!node) {
-        if (noteWaiting) note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
+        // Noted at once when the last look failed: it is placeable again, which is announced.
+        if (noteWaiting || execution.lastEvent?.type === 'PlacementFailed')
+          note(execution, taskEvent('Queued', `Waiting for a free CPU on ${fitting.map((candidate) => candidate.name).join(', ')}`));
         continue;
       }
       if (prepared) preparing.set(node.id, (preparing.get(node.id) ?? 0) + 1);
@@ -649,10 +658,15 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (recorded) {
       const taskState = structuredClone(recorded.taskState);
       endTask(taskState, undefined, ended.state, ended.exitCode, endEventOf(ended), ended.finishedAt);
-      const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState };
+      const news = this.announcements.news(
+        ...(deferred ? [this.announcements.started(slot.execution, deferred.taskState)] : []),
+        this.announcements.ended(slot.execution, ended.state, ended.exitCode, taskState),
+      );
+      const change = { status: ended.state, nodeId: slot.nodeId, driverRef: recorded.driverRef, exitCode: ended.exitCode, taskState, notices: news.notices };
       try {
         if (next) ({ written, handed } = await this.cluster.endAndHandOver(this.hub, executionId, expected, change, next.execution.id, this.fairShare.cap));
         else written = await this.cluster.transition(executionId, expected, this.hub, change);
+        if (written) news.publish();
       } catch (error) {
         this.logger.error({ err: error, executionId }, 'Could not record the end of an execution; the follow reads it again');
         slot.ending = false;
@@ -682,7 +696,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private follows(execution: ClaimedExecution): Followed {
     let settleStart: (recorded: boolean) => void = () => undefined;
     const startRecorded = new Promise<boolean>((resolve) => (settleStart = resolve));
-    const slot: Followed = { nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
+    // What its announcements name, not its task (which may be large), for as long as it runs.
+    const { id, jobId, ownerId, workloadKey } = execution;
+    const slot: Followed = { execution: { id, jobId, ownerId, workloadKey }, nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
     this.followed.set(execution.id, slot);
     return slot;
   }
@@ -698,6 +714,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     this.metrics.driverFailed('start');
     const taskState = structuredClone(execution.taskState);
     endTask(taskState, undefined, 'failed', null, taskEvent('DriverFailure', `The ${this.driver.name} driver could not start it: ${error.message}`));
+    const news = this.announcements.news(this.announcements.ended(execution, 'failed', null, taskState));
     if (
       await this.cluster.transition(execution.id, 'pending', this.hub, {
         status: 'failed',
@@ -705,8 +722,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         driverRef: null,
         exitCode: null,
         taskState,
+        notices: news.notices,
       })
     ) {
+      news.publish();
       this.metrics.ended('failed');
       this.wake();
     }
@@ -747,6 +766,8 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     slot?: Followed,
   ): Promise<void> {
     const status = this.driver.queues ? 'pending' : 'running';
+    // Submitted to a queueing cluster is not started: the follow announces that.
+    const news = status === 'running' ? this.announcements.news(this.announcements.started(execution, taskState)) : undefined;
     let recorded = false;
     try {
       recorded = await this.cluster.transition(execution.id, 'pending', this.hub, {
@@ -755,7 +776,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         driverRef,
         exitCode: null,
         taskState,
+        notices: news?.notices,
       });
+      if (recorded) news?.publish();
       if (recorded && slot) slot.recorded = { driverRef, taskState };
     } finally {
       slot?.settleStart(recorded);
@@ -808,7 +831,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       nodeId = (outcome.node && this.ownNodes.get(outcome.node)) ?? nodeId;
       markRunning(taskState, outcome.node ?? 'its node', now);
     }
+    const started = taskState.startedAt !== execution.taskState.startedAt ? [this.announcements.started(execution, taskState)] : [];
     if (outcome.state === 'running') {
+      const news = this.announcements.news(...started);
       if (
         await this.cluster.transition(execution.id, 'pending', this.hub, {
           status: 'running',
@@ -816,8 +841,10 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
           driverRef: execution.driverRef,
           exitCode: null,
           taskState,
+          notices: news.notices,
         })
       ) {
+        news.publish();
         const submitted = execution.taskState.events.find((event) => event.type === 'Received')?.time;
         this.metrics.started(outcome.node ?? '', submitted ? new Date(submitted) : now, now);
       }
@@ -828,14 +855,19 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const handed = (await this.followed.get(execution.id)?.handedOver) ?? false;
     this.followed.delete(execution.id);
     endTask(taskState, undefined, outcome.state, exitCode, endEventOf(outcome), 'finishedAt' in outcome ? outcome.finishedAt : undefined);
+    const news = this.announcements.news(...started, this.announcements.ended(execution, outcome.state, exitCode, taskState));
     const written = await this.cluster.transition(execution.id, execution.status, this.hub, {
       status: outcome.state,
       nodeId,
       driverRef: execution.driverRef,
       exitCode,
       taskState,
+      notices: news.notices,
     });
-    if (written) this.metrics.ended(outcome.state);
+    if (written) {
+      news.publish();
+      this.metrics.ended(outcome.state);
+    }
     return written && !handed;
   }
 

@@ -14,7 +14,9 @@ import { ClusterScheduler } from './cluster-scheduler.js';
 import { ClusterController } from './cluster.controller.js';
 import { ClusterRepository } from './cluster.repository.js';
 import { ClusterService } from './cluster.service.js';
+import { Attempts } from './attempts.js';
 import { DiskReserve } from './disk-reserve.js';
+import { ExecutionAnnouncements } from './execution-announcements.js';
 import { FilesCopiedOut } from './files-copied-out.js';
 import { CLUSTER_DRIVER, type ClusterDriver } from './drivers/cluster-driver.js';
 import { ExecutionCgroups, NO_CGROUPS } from './drivers/cgroups.js';
@@ -74,8 +76,19 @@ const DRIVER: Provider = {
 @Module({
   imports: [DatabaseModule.forFeature([ClusterNode, ClusterJob, JobExecution]), AuthModule, NamespacesModule, RbacModule, ExecutionProfilesModule],
   controllers: [ClusterController],
-  providers: [ClusterService, ClusterRepository, ClusterScheduler, DiskReserve, RevokedOwners, JobIdentities, FilesCopiedOut, DRIVER],
-  exports: [ClusterService, FilesCopiedOut],
+  providers: [
+    ClusterService,
+    ClusterRepository,
+    ClusterScheduler,
+    DiskReserve,
+    RevokedOwners,
+    JobIdentities,
+    ExecutionAnnouncements,
+    Attempts,
+    FilesCopiedOut,
+    DRIVER,
+  ],
+  exports: [ClusterService, ExecutionAnnouncements, FilesCopiedOut],
 })
 export class ClusterModule {
   constructor(namespaces: NamespacesService, profiles: ExecutionProfilesService, cluster: ClusterRepository) {

@@ -45,6 +45,8 @@ export interface PendingExecution {
   /** Its owner (null once deleted) and its job's type, for fair share (see fair-share.ts). */
   readonly ownerId: string | null;
   readonly type: JobType;
+  /** Its job's, for what is announced of it (execution-announcements.ts). */
+  readonly workloadKey: string | null;
 }
 
 /** An execution this hub has claimed for a node, with what starting it needs. */
@@ -64,6 +66,7 @@ export interface ClaimedExecution {
   readonly prepared: boolean;
   readonly ownerId: string | null;
   readonly type: JobType;
+  readonly workloadKey: string | null;
 }
 
 /** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
@@ -79,6 +82,8 @@ export interface NodeRoom extends Pick<ClusterNode, 'id' | 'name' | 'os' | 'labe
 export interface Placement {
   readonly claims: readonly { readonly id: string; readonly nodeId: string; readonly prepared: boolean; readonly event?: TaskEvent }[];
   readonly notes: readonly { readonly id: string; readonly event: TaskEvent }[];
+  /** Announced at the round's commit (see ExecutionAnnouncements). */
+  readonly notices?: readonly string[];
 }
 
 /** A started execution this hub follows, for the driver to report on. */
@@ -90,6 +95,9 @@ export interface StartedExecution {
   readonly driverRef: string;
   readonly executionDir: string;
   readonly taskState: TaskState;
+  /** For what is announced of it (execution-announcements.ts). */
+  readonly ownerId: string | null;
+  readonly workloadKey: string | null;
 }
 
 /** An execution's state after a transition, written whole. */
@@ -99,6 +107,8 @@ export interface ExecutionChange {
   readonly driverRef: string | null;
   readonly exitCode: number | null;
   readonly taskState: TaskState;
+  /** Announce it, in its own statement (see ExecutionAnnouncements): sent only if it is written, delivered at its commit. */
+  readonly notices?: readonly string[];
 }
 
 export interface NewJob {
@@ -110,6 +120,8 @@ export interface NewJob {
   readonly ownerId: string;
   readonly task: TaskSpec;
   readonly properties: Record<string, string>;
+  /** See Workload.key. */
+  readonly workloadKey: string | null;
 }
 
 /** What job list items show (toJobListItem) and no more: every column read costs time in the hub, and the task and properties may be large. */
@@ -143,8 +155,8 @@ const INSERT_JOB: NamedStatement = {
          ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
          RETURNING a.active
        ), j AS (
-         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified)
-         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10 FROM a RETURNING id
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified, workload_key)
+         SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10, $19 FROM a RETURNING id
        ), e AS (
          INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
          SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
@@ -179,6 +191,11 @@ const TRANSITION_STEPS = `
     RETURNING a.owner_id
   )`;
 
+/** The notices of the changes a transition records (`$n`, text[], ExecutionChange.notices), sent only if it is written. */
+function announcing(n: number): string {
+  return `n AS (SELECT pg_notify('hub_changes', notice) FROM e CROSS JOIN unnest($${n}::text[]) AS notice)`;
+}
+
 /** The parameters of TRANSITION_STEPS, in order. */
 function transitionValues(id: string, expected: ExecutionStatus, hub: number | null, change: ExecutionChange): unknown[] {
   return [id, change.status, change.nodeId, change.driverRef, change.exitCode, change.taskState, expected, hub];
@@ -186,7 +203,7 @@ function transitionValues(id: string, expected: ExecutionStatus, hub: number | n
 
 const TRANSITION: NamedStatement = {
   name: 'cluster-transition',
-  text: `WITH ${TRANSITION_STEPS} SELECT count(*)::int AS written FROM e`,
+  text: `WITH ${TRANSITION_STEPS}, ${announcing(9)} SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM n)::int AS announced`,
 };
 
 /**
@@ -197,12 +214,12 @@ const TRANSITION: NamedStatement = {
  */
 const END_AND_HAND_OVER: NamedStatement = {
   name: 'cluster-end-and-hand-over',
-  text: `WITH ${TRANSITION_STEPS}, h AS (
+  text: `WITH ${TRANSITION_STEPS}, ${announcing(11)}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
     WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e) AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )
-  SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed`,
+  SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed, (SELECT count(*) FROM n)::int AS announced`,
 };
 
 /** See ClusterRepository.handOver: on the path of every refill. */
@@ -232,6 +249,16 @@ function integer(value: number): number {
   if (!Number.isSafeInteger(value)) throw new Error(`Not an integer: ${value}`);
   return value;
 }
+
+/** The refusal of a job (or an attempt) past its owner's count of active jobs. */
+export function overQuota(maxActive: number): TooManyRequestsError {
+  return new TooManyRequestsError(
+    `You have ${maxActive} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
+  );
+}
+
+/** The unique index of workload keys (migration WorkloadKeys): a submission that runs into it names a job that exists. */
+export const WORKLOAD_KEY_INDEX = 'cluster_jobs_workload_key_key';
 
 export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
   return { type, time: new Date().toISOString(), displayMessage: message, details, message };
@@ -362,11 +389,9 @@ export class ClusterRepository {
       execution.executionDirOf(executionId),
       notice,
       maxActive,
+      job.workloadKey,
     ]);
-    if (inserted.rowCount === 0)
-      throw new TooManyRequestsError(
-        `You have ${maxActive} active jobs (pending or running), the most one user may have (HUB_MAX_ACTIVE_JOBS_PER_USER = ${maxActive}); submit more once some have ended`,
-      );
+    if (inserted.rowCount === 0) throw overQuota(maxActive);
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 
@@ -389,6 +414,10 @@ export class ClusterRepository {
 
   findJob(id: string): Promise<ClusterJob | null> {
     return this.dataSource.getRepository(ClusterJob).findOneBy({ id });
+  }
+
+  findJobByKey(workloadKey: string): Promise<ClusterJob | null> {
+    return this.dataSource.getRepository(ClusterJob).findOneBy({ workloadKey });
   }
 
   /** Jobs dead since before `before`, with their executions' directories, for the retention prune. */
@@ -499,7 +528,7 @@ export class ClusterRepository {
       const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];
       const nodes = read.at(line.fair ? -3 : -2)?.rows as NodeRoom[];
       const pending = read.at(-1)?.rows as PendingExecution[];
-      const { claims, notes } = decide(pending, nodes, holdings, locked);
+      const { claims, notes, notices } = decide(pending, nodes, holdings, locked);
       const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
       const written = await batch([
         ...(notes.length > 0
@@ -507,6 +536,10 @@ export class ClusterRepository {
               `UPDATE job_executions e SET task_state = jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(n.event)), modified = now()
                FROM unnest(${ids(notes.map((note) => note.id))}, ${events}) AS n(id, event) WHERE e.id = n.id AND e.status = 'pending' AND e.node_id IS NULL`,
             ]
+          : []),
+        // Before the claims, whose rows are read back as the last but one result.
+        ...(notices && notices.length > 0
+          ? [`SELECT pg_notify('hub_changes', n) FROM unnest(ARRAY[${notices.map((notice) => client.escapeLiteral(notice)).join(',')}]::text[]) AS n`]
           : []),
         ...(claims.length > 0
           ? [
@@ -520,7 +553,7 @@ export class ClusterRepository {
                  AND ${OWNER_ACTIVE}
                RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
                          e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
-                         e.owner_id AS "ownerId", j.type`,
+                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey"`,
             ]
           : []),
         'COMMIT',
@@ -601,7 +634,8 @@ export class ClusterRepository {
   /** The executions this hub started (or submitted to a queueing cluster) that have not ended. */
   started(hub: number): Promise<StartedExecution[]> {
     return this.dataSource.query(
-      `SELECT id, job_id AS "jobId", status, node_id AS "nodeId", driver_ref AS "driverRef", execution_dir AS "executionDir", task_state AS "taskState"
+      `SELECT id, job_id AS "jobId", status, node_id AS "nodeId", driver_ref AS "driverRef", execution_dir AS "executionDir", task_state AS "taskState",
+              owner_id AS "ownerId", (SELECT j.workload_key FROM cluster_jobs j WHERE j.id = job_id) AS "workloadKey"
        FROM job_executions WHERE hub = $1 AND status IN ('pending', 'running') AND driver_ref IS NOT NULL`,
       [hub],
     );
@@ -665,10 +699,10 @@ export class ClusterRepository {
 
   /**
    * Writes an execution's transition (and its job's status) if it is still `expected` (and this
-   * hub's, when `hub` is given); false when it has moved on meanwhile.
+   * hub's, when `hub` is given); false when it has moved on meanwhile (and nothing is announced).
    */
   async transition(id: string, expected: ExecutionStatus, hub: number | null, change: ExecutionChange, manager?: EntityManager): Promise<boolean> {
-    const values = transitionValues(id, expected, hub, change);
+    const values = [...transitionValues(id, expected, hub, change), change.notices ?? []];
     // Within a transaction, on its connection; otherwise as the named statement every start and end runs.
     const [{ written }]: { written: number }[] = manager
       ? await manager.query(TRANSITION.text, values)
@@ -691,22 +725,37 @@ export class ClusterRepository {
     nextId: string,
     cap: number | null,
   ): Promise<{ written: boolean; handed: boolean }> {
-    const values = [...transitionValues(id, expected, hub, change), nextId, cap];
+    const values = [...transitionValues(id, expected, hub, change), nextId, cap, change.notices ?? []];
     const [{ written, handed }] = (await runNamed<{ written: number; handed: number }>(this.dataSource, END_AND_HAND_OVER, values)).rows;
     return { written: written > 0, handed: handed > 0 };
   }
 
   /**
    * Changes an execution under its row lock, then its job's status; `change` returns false to
-   * leave it as it is (it has moved on meanwhile).
+   * leave it as it is (it has moved on meanwhile). `notices` announce the change (given the
+   * execution as changed and its job's workload key), in the same transaction.
    */
-  async updateExecution(id: string, change: (execution: JobExecution) => boolean): Promise<void> {
+  async updateExecution(
+    id: string,
+    change: (execution: JobExecution) => boolean,
+    notices?: (execution: JobExecution, workloadKey: string | null) => readonly string[],
+  ): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const execution = await manager.getRepository(JobExecution).createQueryBuilder('e').setLock('pessimistic_write').where('e.id = :id', { id }).getOne();
       if (!execution) return;
       const expected = execution.status;
       if (!change(execution)) return;
-      await this.transition(id, expected, null, execution, manager);
+      const rows: { workloadKey: string | null }[] = notices
+        ? await manager.query('SELECT workload_key AS "workloadKey" FROM cluster_jobs WHERE id = $1', [execution.jobId])
+        : [];
+      const { status, nodeId, driverRef, exitCode, taskState } = execution;
+      await this.transition(
+        id,
+        expected,
+        null,
+        { status, nodeId, driverRef, exitCode, taskState, notices: notices?.(execution, rows[0]?.workloadKey ?? null) },
+        manager,
+      );
     });
   }
 }

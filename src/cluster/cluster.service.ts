@@ -1,7 +1,8 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
-import { InvalidInputError, NotFoundError, type FieldError } from '../common/errors/hub-errors.js';
+import { isUniqueViolation } from '../common/database/postgres-errors.js';
+import { InvalidInputError, NotFoundError, TooManyRequestsError, type FieldError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
@@ -19,13 +20,14 @@ import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.s
 import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
-import { ClusterRepository } from './cluster.repository.js';
+import { Attempts } from './attempts.js';
+import { ClusterRepository, WORKLOAD_KEY_INDEX } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits } from './drivers/cluster-driver.js';
 import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
-import type { JobType } from './entities/cluster-job.entity.js';
+import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
 
 const DEFAULT_PRIORITY = 50;
 
@@ -57,7 +59,17 @@ export interface Workload {
   };
   /** Shown in the job's `properties` (beside the namespace, profile and owner). */
   readonly properties?: Readonly<Record<string, string>>;
+  /**
+   * Names the job among all jobs (at most MAX_WORKLOAD_KEY characters): running a workload under a
+   * key that already names a job answers that job and runs nothing more, so that an area which
+   * crashed between its own record and the submission, or two hubs doing the same work, submit
+   * it once (the database decides).
+   */
+  readonly key?: string;
 }
+
+/** A workload key's longest: every announcement of its job's executions carries it, and NOTIFY payloads are short. */
+export const MAX_WORKLOAD_KEY = 512;
 
 function nodeNotFound(id: string): NotFoundError {
   return new NotFoundError(`Cluster node ${id} not found`);
@@ -88,6 +100,7 @@ export class ClusterService {
     private readonly identities: JobIdentities,
     private readonly config: HubConfig,
     private readonly metrics: ClusterMetrics,
+    private readonly attempts: Attempts,
   ) {}
 
   version(): VersionDto {
@@ -172,10 +185,12 @@ export class ClusterService {
   /**
    * Runs a workload another area has already authorised (a pipeline node, a link session, a
    * library worker) as a job with one execution, under the profile's environment and constraints
-   * as they are now.
+   * as they are now; with a key that names a job already, answers that job (see Workload.key).
    */
   async run(workload: Workload): Promise<JobDto> {
-    const { namespace, profile, owner, task } = workload;
+    const { namespace, profile, owner, task, key } = workload;
+    if (key !== undefined && (key.length === 0 || key.length > MAX_WORKLOAD_KEY))
+      throw InvalidInputError.at('key', `A workload key has 1 to ${MAX_WORKLOAD_KEY} characters`);
     // The profile's environment is the administrator's word (devices, threads): a job may add to it, never change it.
     const overriding = task.envVars.flatMap(({ name }, index) =>
       Object.hasOwn(profile.environment, name)
@@ -184,46 +199,81 @@ export class ClusterService {
     );
     if (overriding.length > 0) throw invalidBody(overriding);
     const { identity, event: identityEvent } = await this.identities.of(owner);
-    const job = await this.cluster.insertJob(
-      {
-        name: workload.name,
-        type: workload.type,
-        priority: workload.priority ?? DEFAULT_PRIORITY,
-        namespaceId: namespace.id,
-        executionProfileId: profile._id,
-        ownerId: owner.id,
-        task: {
-          name: task.name,
-          command: task.command,
-          args: [...task.args],
-          envVars: task.envVars.map(({ name, value }) => ({ name, value })),
-          environment: profile.environment,
-          constraints: profile.constraints,
-          identity,
-          limits: limitsOf(profile.properties),
-        },
-        properties: {
-          ...workload.properties,
-          namespace: namespace.name,
+    let job: ClusterJob;
+    try {
+      job = await this.cluster.insertJob(
+        {
+          name: workload.name,
+          type: workload.type,
+          priority: workload.priority ?? DEFAULT_PRIORITY,
+          namespaceId: namespace.id,
           executionProfileId: profile._id,
-          executionProfile: profile.name,
-          owner: owner.name,
           ownerId: owner.id,
+          task: {
+            name: task.name,
+            command: task.command,
+            args: [...task.args],
+            envVars: task.envVars.map(({ name, value }) => ({ name, value })),
+            environment: profile.environment,
+            constraints: profile.constraints,
+            identity,
+            limits: limitsOf(profile.properties),
+          },
+          properties: {
+            ...workload.properties,
+            namespace: namespace.name,
+            executionProfileId: profile._id,
+            executionProfile: profile.name,
+            owner: owner.name,
+            ownerId: owner.id,
+          },
+          workloadKey: key ?? null,
         },
-      },
-      {
-        reservedCpu: 1,
-        reservedMemory: 0,
-        executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
-        ...(identityEvent && { events: [identityEvent] }),
-      },
-      this.config.maxActiveJobsPerUser,
-      this.scheduler.queueNotice(),
-    );
+        {
+          reservedCpu: 1,
+          reservedMemory: 0,
+          executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
+          ...(identityEvent && { events: [identityEvent] }),
+        },
+        this.config.maxActiveJobsPerUser,
+        this.scheduler.queueNotice(),
+      );
+    } catch (error) {
+      // Already submitted (by this area before, or by another hub just now): that job, whatever the quota says now.
+      const existing =
+        key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
+      if (existing) return toJobResponse(existing);
+      throw error;
+    }
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
     return toJobResponse(job);
+  }
+
+  /** The job a workload was run under `key` (see Workload.key), if any. */
+  async jobByKey(key: string): Promise<JobDto | null> {
+    const job = await this.cluster.findJobByKey(key);
+    return job && toJobResponse(job);
+  }
+
+  /**
+   * Runs an ended job again: a new execution (attempt number `attempt`, 1-based) that counts
+   * against its owner's active jobs as a new job does (429 over the quota); nothing more when the
+   * job already has `attempt` executions (asked again after a crash). See attempts.ts.
+   */
+  async retry(jobId: string, attempt: number): Promise<JobDto> {
+    return toJobResponse(await this.attempts.retry(jobId, attempt));
+  }
+
+  /**
+   * Stops a workload another area ran (a pipeline's cancel), as `stop` does for a user: resolves
+   * once the job is recorded dead, its running executions killed and its pending ones never to start.
+   */
+  async stopWorkload(jobId: string, reason: string): Promise<void> {
+    const job = await this.cluster.findJob(jobId);
+    if (!job) throw jobNotFound(jobId);
+    await this.scheduler.stopJob(job, reason);
   }
 
   /** Stops a job: its pending executions never start, its running ones are killed; it is then dead. */

@@ -5,6 +5,7 @@ import type { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import { taskEvent, type ClusterRepository } from './cluster.repository.js';
 import type { ClusterDriver, Tracked } from './drivers/cluster-driver.js';
 import type { ClusterJob } from './entities/cluster-job.entity.js';
+import type { ExecutionAnnouncements, News } from './execution-announcements.js';
 import type { TaskEvent } from './entities/job-execution.entity.js';
 import { endTask } from './task-state.js';
 
@@ -44,6 +45,7 @@ export class ExecutionStops {
     private readonly metrics: ClusterMetrics,
     private readonly dataSource: DataSource,
     changes: ChangeFeed,
+    private readonly announcements: ExecutionAnnouncements,
     private readonly logger: Logger,
   ) {
     changes.subscribe(STOP_NOTICE, (change) => {
@@ -71,18 +73,25 @@ export class ExecutionStops {
     let target: { driverRef: string; hub: number | null; nodeId: string | null } | undefined;
     let preparedBy: number | undefined;
     let ended = false;
-    await this.cluster.updateExecution(execution.id, (current) => {
-      if (current.status !== 'pending' && current.status !== 'running') return false;
-      if (which === 'running' && current.status !== 'running') return false;
-      if (which === 'notStarted' && (current.status !== 'pending' || current.driverRef !== null)) return false;
-      if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
-      else if (current.prepared && current.hub !== null) preparedBy = current.hub;
-      endTask(current.taskState, current, 'failed', null, event);
-      ended = true;
-      return true;
-    });
+    let news: News | undefined;
+    await this.cluster.updateExecution(
+      execution.id,
+      (current) => {
+        if (current.status !== 'pending' && current.status !== 'running') return false;
+        if (which === 'running' && current.status !== 'running') return false;
+        if (which === 'notStarted' && (current.status !== 'pending' || current.driverRef !== null)) return false;
+        if (current.driverRef !== null) target = { driverRef: current.driverRef, hub: current.hub, nodeId: current.nodeId };
+        else if (current.prepared && current.hub !== null) preparedBy = current.hub;
+        endTask(current.taskState, current, 'failed', null, event);
+        ended = true;
+        return true;
+      },
+      (current, workloadKey) =>
+        (news = this.announcements.news(this.announcements.ended({ ...current, workloadKey }, 'failed', null, current.taskState))).notices,
+    );
     if (which === 'notStarted' && !ended) return false;
     if (ended) {
+      news?.publish();
       this.metrics.ended(which === 'running' ? 'failed' : 'stopped');
       // Its CPUs (or its place among those prepared) are free now.
       this.scheduler.wake();

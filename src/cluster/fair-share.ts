@@ -24,7 +24,8 @@ export const OWNER_ACTIVE = `EXISTS (SELECT 1 FROM users u WHERE u.id = e.owner_
 
 /** The columns of a pending execution the placement round reads (PendingExecution), from `e` and its job `j`. */
 const PENDING_COLUMNS = `e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
-  e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent", e.priority, e.created, e.owner_id AS "ownerId", j.type`;
+  e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent", e.priority, e.created, e.owner_id AS "ownerId", j.type,
+  j.workload_key AS "workloadKey"`;
 
 /** The cap the setting gives, as the hand-off's function takes it: null for the default (a node's slots but one). */
 export function capSetting(maxRunningJobsPerUser: number | undefined): number | null {

@@ -44,6 +44,7 @@ export interface TaskSpec {
 @Index('cluster_jobs_name_trgm_idx', { synchronize: false })
 @Index('cluster_jobs_execution_profile_id_idx', ['executionProfileId'])
 @Index('cluster_jobs_finished_idx', { synchronize: false })
+@Index('cluster_jobs_workload_key_key', { synchronize: false })
 export class ClusterJob {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -85,6 +86,10 @@ export class ClusterJob {
 
   @Column({ type: 'jsonb' })
   task!: TaskSpec;
+
+  /** The key another area submitted it under (see Workload.key); unique among jobs that have one. */
+  @Column({ name: 'workload_key', type: 'text', nullable: true })
+  workloadKey!: string | null;
 
   @Column({ type: 'jsonb', default: () => "'{}'" })
   properties!: Record<string, string>;

@@ -24,6 +24,9 @@ const RETRY_MS = 1000;
 export class ChangeFeed {
   private client?: pg.Client;
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly reconnectListeners = new Set<() => void>();
+  /** A connection was lost, or an attempt failed, since the feed last connected: the next connection is a reconnection. */
+  private interrupted = false;
   private retry?: NodeJS.Timeout;
   private closed = false;
   private isLive = false;
@@ -43,6 +46,16 @@ export class ChangeFeed {
     this.listeners.set(table, listeners);
   }
 
+  /**
+   * Calls `listener` each time the feed is live again after an interruption (a lost connection, or
+   * a first attempt that failed): what was announced meanwhile was missed, so that those who act
+   * on announcements, not on caches, read the database again.
+   */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
   /** Connects and listens; on failure the feed stays down (caches off) and retries in the background. */
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, application_name: 'hub-change-feed' });
@@ -54,7 +67,9 @@ export class ChangeFeed {
       await client.query(`LISTEN ${CHANNEL}`);
       this.client = client;
       this.isLive = true;
+      if (this.interrupted) this.reconnected();
     } catch (error) {
+      this.interrupted = true;
       this.logger.warn({ err: error }, `Change feed unavailable; caches are off until it reconnects`);
       await client.end().catch(() => undefined);
       this.scheduleRetry();
@@ -82,11 +97,22 @@ export class ChangeFeed {
     if (this.client !== client) return;
     this.client = undefined;
     this.isLive = false;
+    this.interrupted = true;
     this.reset();
     if (!this.closed) {
       this.logger.warn('Change feed disconnected; caches are off until it reconnects');
       this.scheduleRetry();
     }
+  }
+
+  private reconnected(): void {
+    this.interrupted = false;
+    for (const listener of this.reconnectListeners)
+      try {
+        listener();
+      } catch (error) {
+        this.logger.error({ err: error }, 'A listener to the change feed’s reconnection failed');
+      }
   }
 
   private reset(): void {
