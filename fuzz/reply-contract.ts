@@ -210,7 +210,13 @@ export class ReplyContract {
     if (documented.length === 0) return reply.body.length === 0 ? [] : [`a body where none is documented: ${shown(text(reply.body))}`];
     if (reply.status === 304) return [];
     const mediaType = mediaTypeOf(String(contentType ?? ''));
-    const key = documented.find((candidate) => mediaTypeOf(candidate) === mediaType);
+    // An exact media type first, then a range (`text/*`, `*/*`) as OpenAPI lets a document give.
+    const key =
+      documented.find((candidate) => mediaTypeOf(candidate) === mediaType) ??
+      documented.find((candidate) => {
+        const range = mediaTypeOf(candidate);
+        return range === '*/*' || (range.endsWith('/*') && mediaType.startsWith(range.slice(0, -1)));
+      });
     if (!key) return [`content type ${JSON.stringify(contentType ?? null)} is not documented (documented: ${documented.join(', ')})`];
     // Raw bytes and other non-JSON media types are checked for status and media type only.
     if (!isJson(mediaType) || !content[key].schema) return [];

@@ -18,6 +18,7 @@ import { FairShare1795410000000 } from './1795410000000-FairShare.js';
 import { FairShareHandOverProbe1795420000000 } from './1795420000000-FairShareHandOverProbe.js';
 import { PipelineEntries1795430000000 } from './1795430000000-PipelineEntries.js';
 import { WorkloadKeys1795440000000 } from './1795440000000-WorkloadKeys.js';
+import { PipelineRuns1795450000000 } from './1795450000000-PipelineRuns.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -40,4 +41,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   FairShareHandOverProbe1795420000000,
   PipelineEntries1795430000000,
   WorkloadKeys1795440000000,
+  PipelineRuns1795450000000,
 ];

@@ -260,6 +260,16 @@ export function overQuota(maxActive: number): TooManyRequestsError {
 /** The unique index of workload keys (migration WorkloadKeys): a submission that runs into it names a job that exists. */
 export const WORKLOAD_KEY_INDEX = 'cluster_jobs_workload_key_key';
 
+/** A job's latest execution, for latestAttempts. */
+export interface LatestAttemptRow {
+  readonly jobId: string;
+  readonly executionId: string;
+  readonly status: ExecutionStatus;
+  readonly exitCode: number | null;
+  readonly taskState: TaskState;
+  readonly attempts: number;
+}
+
 export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
   return { type, time: new Date().toISOString(), displayMessage: message, details, message };
 }
@@ -467,6 +477,17 @@ export class ClusterRepository {
 
   executionsOf(jobId: string): Promise<JobExecution[]> {
     return this.dataSource.getRepository(JobExecution).find({ where: { jobId }, relations: { node: true }, order: { created: 'ASC', id: 'ASC' } });
+  }
+
+  /** The latest execution (attempt) of each of `jobIds`, with how many it has: what an engine watching its workloads reads. */
+  latestAttempts(jobIds: readonly string[]): Promise<LatestAttemptRow[]> {
+    if (jobIds.length === 0) return Promise.resolve([]);
+    return this.dataSource.query(
+      `SELECT DISTINCT ON (e.job_id) e.job_id AS "jobId", e.id AS "executionId", e.status, e.exit_code AS "exitCode", e.task_state AS "taskState",
+              count(*) OVER (PARTITION BY e.job_id)::int AS attempts
+       FROM job_executions e WHERE e.job_id = ANY($1::uuid[]) ORDER BY e.job_id, e.created DESC, e.id DESC`,
+      [jobIds],
+    );
   }
 
   /** Where a job lives and whose it is, for the access guard. */

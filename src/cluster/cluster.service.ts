@@ -28,6 +28,7 @@ import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
 import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
+import type { ExecutionStatus } from './entities/job-execution.entity.js';
 
 const DEFAULT_PRIORITY = 50;
 
@@ -70,6 +71,23 @@ export interface Workload {
 
 /** A workload key's longest: every announcement of its job's executions carries it, and NOTIFY payloads are short. */
 export const MAX_WORKLOAD_KEY = 512;
+
+/** A job's latest execution, as latestAttempts gives it. */
+export interface LatestAttempt {
+  readonly executionId: string;
+  /** 1 for the first execution. */
+  readonly attempt: number;
+  readonly status: ExecutionStatus;
+  readonly exitCode: number | null;
+  /** When the task's own process started. */
+  readonly startedAt?: string;
+  /** When it ended: set only once the execution has ended. */
+  readonly finishedAt?: string;
+  /** The event that ended it (Terminated, LimitExceeded, Lost, a stop's) and its message. */
+  readonly endEvent?: { readonly type: string; readonly message: string };
+  /** The message of its latest PlacementFailed event, if any. */
+  readonly placementFailed?: string;
+}
 
 function nodeNotFound(id: string): NotFoundError {
   return new NotFoundError(`Cluster node ${id} not found`);
@@ -274,6 +292,46 @@ export class ClusterService {
     const job = await this.cluster.findJob(jobId);
     if (!job) throw jobNotFound(jobId);
     await this.scheduler.stopJob(job, reason);
+  }
+
+  /**
+   * The refusals `run` would give a workload of `owner` that do not depend on what it runs (a hub
+   * that is not root and an owner who is no administrator, a Slurm cluster with no account for
+   * them), thrown without running anything: for an area that must refuse a request at once rather
+   * than fail its workloads later (submitting a pipeline).
+   */
+  async checkOwner(owner: { readonly id: string; readonly name: string }): Promise<void> {
+    await this.identities.of(owner);
+  }
+
+  /**
+   * The latest execution (attempt) of each job, by job id, with its number (1 for the first): what
+   * an engine that runs workloads reads when an execution change is announced, or when it
+   * reconciles, rather than polling.
+   */
+  async latestAttempts(jobIds: readonly string[]): Promise<Map<string, LatestAttempt>> {
+    const rows = await this.cluster.latestAttempts(jobIds);
+    return new Map(
+      rows.map((row) => {
+        const events = row.taskState.events;
+        const ended = ['completed', 'failed', 'lost'].includes(row.status);
+        const last = ended ? events[events.length - 1] : undefined;
+        const placement = [...events].reverse().find((event) => event.type === 'PlacementFailed');
+        return [
+          row.jobId,
+          {
+            executionId: row.executionId,
+            attempt: row.attempts,
+            status: row.status,
+            exitCode: row.exitCode,
+            startedAt: row.taskState.startedAt ?? undefined,
+            finishedAt: ended ? (row.taskState.finishedAt ?? undefined) : undefined,
+            endEvent: last && { type: last.type, message: last.message },
+            placementFailed: placement?.message,
+          },
+        ];
+      }),
+    );
   }
 
   /** Stops a job: its pending executions never start, its running ones are killed; it is then dead. */

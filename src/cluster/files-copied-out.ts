@@ -27,6 +27,11 @@ export interface CopiedLog {
   readonly truncated: boolean;
 }
 
+/** The key copyLogs stores a log under, for `destination`: where a caller reads it back later. */
+export function storedLogKey(destination: string, name: string): string {
+  return `${destination}/${LOGS}/${name}`;
+}
+
 /** A key, or a key prefix, that names nothing the store may hold: a caller's bug, never a user's input. */
 export class StoreKeyError extends Error {
   override readonly name = 'StoreKeyError';

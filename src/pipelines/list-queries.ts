@@ -1,6 +1,7 @@
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import { defineListQuery, type ListQuery } from '../common/query/list-query.js';
 import { PIPELINE_ENTRY_TYPES } from './dto/pipeline-entry.dto.js';
+import { RUN_STATES } from './dto/pipeline-run.dto.js';
 
 /** Names sort and match by prefix lower-cased, byte by byte: one btree index serves both. */
 const ENTRY_NAME_KEY = 'lower(entry.name) COLLATE "C"';
@@ -78,3 +79,40 @@ export function narrowedToNamespaces(
     scope: { all: false, only, ...(scope.items && { items: scope.items }) },
   };
 }
+
+/**
+ * What `GET /pipelines/runs` accepts (hub-interface §4.7): newest first unless sorted, `{data}`
+ * only (no count); columns are over the alias `run`, `namespace` narrows the scope as for entries.
+ */
+export const PIPELINE_RUN_LIST_QUERY = defineListQuery({
+  filters: {
+    namespace: { type: 'string', operators: ['EQ', 'IN'] },
+    created: { column: 'run.created', type: 'datetime', operators: ['LT', 'GT'] },
+    startedAt: { column: 'run.started_at', type: 'datetime', operators: ['LT', 'GT'] },
+    finishedAt: { column: 'run.finished_at', type: 'datetime', operators: ['LT', 'GT'] },
+    state: { column: 'run.state', type: RUN_STATES, operators: ['EQ', 'IN'] },
+    ownerPrincipal: { column: 'run.owner_id', type: 'uuid', operators: ['EQ'] },
+    pipelineId: { column: 'run.pipeline_id', type: 'uuid', operators: ['EQ'] },
+  },
+  sorts: { created: 'run.created' },
+  defaultSort: '-created',
+  tieBreaker: 'run.id',
+  indexes: {
+    // A caller narrowed to namespaces (or seeing their own runs besides) walks the indexes led by those in the order of created.
+    sorts: { created: ['pipeline_runs_created_idx', 'pipeline_runs_namespace_created_idx', 'pipeline_runs_owner_created_idx'] },
+    filters: {
+      created: 'pipeline_runs_created_idx',
+      startedAt: 'pipeline_runs_started_idx',
+      finishedAt: 'pipeline_runs_finished_idx',
+      state: 'pipeline_runs_state_created_idx',
+      ownerPrincipal: 'pipeline_runs_owner_created_idx',
+      pipelineId: 'pipeline_runs_pipeline_created_idx',
+    },
+    ordered: [
+      { filter: 'created', operators: ['LT', 'GT'], sorts: ['created'] },
+      { filter: 'state', operators: ['EQ'], sorts: ['created'] },
+      { filter: 'ownerPrincipal', operators: ['EQ'], sorts: ['created'] },
+      { filter: 'pipelineId', operators: ['EQ'], sorts: ['created'] },
+    ],
+  },
+});

@@ -152,7 +152,7 @@ export class AccessGuard implements CanActivate {
       const found = isUuid(id) ? await this.namespaces.find({ id }) : null;
       return found ?? { id: NO_SUCH_NAMESPACE, name: id };
     }
-    const name = 'body' in source ? stringAt(request.body, source.body) : stringAt(request.query, source.query);
+    const name = 'body' in source ? (stringAt(request.body, source.body) ?? source.default) : stringAt(request.query, source.query);
     if (name === undefined || name === '*') return EVERY_NAMESPACE;
     const found = await this.namespaces.find({ name });
     return found ?? { id: NO_SUCH_NAMESPACE, name };

@@ -35,6 +35,7 @@ export const BUILT_IN_ROLES: readonly { name: string; description: string; permi
     description: 'Writes and runs pipelines',
     permissions: [
       ...onCollection('Pipelines', ['Read', 'Create', 'Update', 'Delete', 'Execute']),
+      ...onCollection('PipelineRuns', ['Read', 'Update', 'Delete']),
       ...onCollection('ExecutionProfiles', ['Read', 'Use']),
       ...onCollection('AuthDomains', ['Read', 'Use']),
     ],

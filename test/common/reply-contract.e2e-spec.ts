@@ -117,6 +117,14 @@ describe('every reply checked against the OpenAPI document', () => {
       expect(contract.check(reply({ ...log, status: 201, body: '' })).violations[0]).toMatch(/^status 201 is not documented/);
     });
 
+    it('takes a media type a documented range covers (a stored result, raw, as its own type), and no other', () => {
+      const contract = new ReplyContract(document);
+      const result = { route: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/results/:resultName', body: 'a,b\n' };
+      expect(contract.check(reply({ ...result, headers: { 'content-type': 'text/csv' } })).violations).toEqual([]);
+      const log = { route: '/api/v2/cluster/executions/:jobExecutionId/tasks/:taskName/logs/:logname', body: 'a,b\n' };
+      expect(contract.check(reply({ ...log, headers: { 'content-type': 'text/csv' } })).violations[0]).toMatch(/^content type "text\/csv" is not documented/);
+    });
+
     it('leaves out only the routes outside the document, and takes a request no route took for a problem', () => {
       const contract = new ReplyContract(document);
       expect(contract.check(reply({ route: '/api/docs/*', headers: { 'content-type': 'text/css' }, body: 'body {}' })).checked).toBe(false);

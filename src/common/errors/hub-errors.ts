@@ -33,6 +33,21 @@ export class InvalidInputError extends HubError {
   }
 }
 
+/**
+ * 400: what the caller asked to run breaks rules an operation reports as plain messages, each
+ * naming what it is about (a pipeline's problems on submit): `errors` is then an array of
+ * strings, as the interface shapes submit's reply, rather than of {path, message}.
+ */
+export class RefusedError extends HubError {
+  readonly status = 400;
+  constructor(
+    message: string,
+    readonly problems: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
 /** 401: no credentials, or credentials that do not identify an active user. */
 export class UnauthorizedError extends HubError {
   readonly status = 401;

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class FieldErrorDto {
   @ApiProperty({ description: 'JSON Pointer into the body, or the name of the query parameter or header', example: '/name' })
@@ -9,6 +9,7 @@ export class FieldErrorDto {
 }
 
 /** The body of every error reply: RFC 9457 problem details, `application/problem+json`. */
+@ApiExtraModels(FieldErrorDto)
 export class ProblemDetailsDto {
   @ApiProperty({ example: 'about:blank' })
   type!: string;
@@ -28,8 +29,13 @@ export class ProblemDetailsDto {
   })
   msg!: string;
 
-  @ApiPropertyOptional({ type: [FieldErrorDto], description: 'One entry per invalid input (validation errors only)' })
-  errors?: FieldErrorDto[];
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { oneOf: [{ $ref: '#/components/schemas/FieldErrorDto' }, { type: 'string' }] },
+    description:
+      'Validation errors: one {path, message} per invalid input; or, where an operation refuses what it was asked to run (submitting a pipeline, creating a run), one message per problem, each naming what it is about',
+  })
+  errors?: (FieldErrorDto | string)[];
 
   @ApiProperty({ description: 'The request id, also in the X-Request-Id header and the logs', example: '5f0c6a1e-4b8e-4a5e-9a55-0d7f3c1c2b11' })
   requestId!: string;

@@ -4,12 +4,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { QueryFailedError } from 'typeorm';
 import { HubLogger } from '../logging/hub-logger.js';
-import { HubError, MAX_LISTED_ERRORS, type FieldError } from './hub-errors.js';
+import { HubError, MAX_LISTED_ERRORS, RefusedError, type FieldError } from './hub-errors.js';
 
 export interface Problem {
   readonly status: number;
   readonly detail: string;
   readonly errors?: readonly FieldError[];
+  /** A RefusedError's messages, answered as `errors` of strings. */
+  readonly problems?: readonly string[];
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -72,6 +74,7 @@ export function poolBusy(error: unknown): boolean {
 }
 
 function toProblem(exception: unknown, request: FastifyRequest): Problem | undefined {
+  if (exception instanceof RefusedError) return { status: exception.status, detail: exception.message, problems: exception.problems };
   if (exception instanceof HubError) {
     return { status: exception.status, detail: exception.message, errors: exception.errors, headers: exception.headers };
   }
@@ -136,7 +139,14 @@ function clip(text: string, maxBytes: number): string {
  * A problem's reply stays small whatever the input (well under 64 KiB): at most MAX_LISTED_ERRORS
  * errors, the detail saying how many there were, and every text cut to a bound.
  */
-function boundedProblem(problem: Problem): { detail: string; errors?: FieldError[] } {
+function boundedProblem(problem: Problem): { detail: string; errors?: FieldError[] | string[] } {
+  if (problem.problems) {
+    const listed = problem.problems.length > MAX_LISTED_ERRORS ? ` (${problem.problems.length} problems; errors lists the first ${MAX_LISTED_ERRORS})` : '';
+    return {
+      detail: clip(problem.detail, MAX_DETAIL_BYTES - Buffer.byteLength(listed)) + listed,
+      errors: problem.problems.slice(0, MAX_LISTED_ERRORS).map((text) => clip(text, MAX_MESSAGE_BYTES)),
+    };
+  }
   const errors = problem.errors ?? [];
   const count = errors.length > MAX_LISTED_ERRORS ? ` (${errors.length} problems; errors lists the first ${MAX_LISTED_ERRORS})` : '';
   const detail = clip(problem.detail, MAX_DETAIL_BYTES - Buffer.byteLength(count)) + count;

@@ -95,10 +95,17 @@ export class ByteWindowReply {
   constructor(
     private readonly source: Readable,
     readonly release: () => void = () => undefined,
+    /** Set for bytes that are always answered raw, as this media type (a stored result asked for with `?raw=true`). */
+    readonly rawMediaType?: string,
   ) {}
 
   static text(text: string): ByteWindowReply {
     return new ByteWindowReply(Readable.from([Buffer.from(text, 'utf8')]));
+  }
+
+  /** Bytes answered as they are, with their own media type, whatever the request's `Accept`. */
+  static raw(source: Readable, mediaType: string): ByteWindowReply {
+    return new ByteWindowReply(source, () => source.destroy(), mediaType);
   }
 
   /** The window's exact bytes. */

@@ -16,6 +16,10 @@ function byteWindow(window: ByteWindowReply, context: ExecutionContext): unknown
   const reply = context.switchToHttp().getResponse<FastifyReply>();
   reply.raw.once('finish', window.release);
   reply.raw.once('close', window.release);
+  if (window.rawMediaType) {
+    void reply.header('content-type', window.rawMediaType);
+    return window.bytes();
+  }
   if (acceptsBytes(request.headers.accept)) {
     void reply.header('content-type', OCTET_STREAM);
     return window.bytes();

@@ -32,11 +32,12 @@ export type Action = (typeof ACTIONS)[number];
  * namespace id; a body property or query parameter holding a namespace name (`*`: all); or the
  * namespace a resource of some area lives in (`resource`: the kind its area registered with the
  * namespaces service), its id taken from a path parameter or a body property. Without one, the
- * check is made in `*`.
+ * check is made in `*`; a body property that is absent means `*` too, or its `default` when the
+ * operation gives one (the namespace an absent property stands for).
  */
 export type NamespaceSource =
   | { readonly param: string }
-  | { readonly body: string }
+  | { readonly body: string; readonly default?: string }
   | { readonly query: string }
   | { readonly resource: string; readonly param: string }
   | { readonly resource: string; readonly body: string };
@@ -100,9 +101,10 @@ export interface RouteOptions {
   readonly produces?: string;
   /**
    * The reply is a window of bytes (a `ByteWindowReply`): `{msg}` as JSON, or the raw bytes as
-   * application/octet-stream when the request's `Accept` prefers them.
+   * application/octet-stream when the request's `Accept` prefers them; with `rawAnyType` (which
+   * says when), also raw bytes of any media type (a stored result as its own content type).
    */
-  readonly bytes?: true;
+  readonly bytes?: true | { readonly rawAnyType: string };
 }
 
 export const ROUTE_OPTIONS = 'hub:route';
@@ -280,11 +282,12 @@ function successResponse(options: RouteOptions): MethodDecorator {
   if (options.bytes)
     return ApiResponse({
       status,
-      description: 'The window as `{msg}`, or its exact bytes when `Accept` prefers application/octet-stream',
+      description: `The window as \`{msg}\`, or its exact bytes when \`Accept\` prefers application/octet-stream${options.bytes === true ? '' : `; ${options.bytes.rawAnyType}`}`,
       headers,
       content: {
         'application/json': { schema: { $ref: getSchemaPath(MessageDto) } },
         [OCTET_STREAM]: { schema: { type: 'string', format: 'binary' } },
+        ...(options.bytes !== true && { '*/*': { schema: { type: 'string', format: 'binary' } } }),
       },
     });
   const description = status === 201 ? 'Created' : 'OK';

@@ -311,8 +311,12 @@ export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>
  * Runs a list query that pages but does not count (a list answered as a plain array): the page
  * of matching rows, in the query's sort order.
  */
-export function fetchListSlice<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  return selectSorted<T>(whereFilters(qb, query.filters), query, true);
+export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral = T>(
+  qb: SelectQueryBuilder<T>,
+  query: ListQuery,
+  options: Pick<PageOptions, 'columns' | 'extra'> = {},
+): Promise<R[]> {
+  return selectSorted<R>(whereFilters(qb, query.filters), query, true, options);
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */

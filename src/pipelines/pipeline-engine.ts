@@ -1,0 +1,569 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
+import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
+import { FilesCopiedOut, type CopiedFile } from '../cluster/files-copied-out.js';
+import { TooManyRequestsError } from '../common/errors/hub-errors.js';
+import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
+import type { NodeState } from './dto/pipeline-run.dto.js';
+import { attemptsOf, FETCH_FAILED_EXIT, INPUTS_FILE, nodeCommand, parseInputNotes, redactedRepo, type InputNote, type RunNodeSpec } from './node-launch.js';
+import { PipelineRunsRepository, type NodeEvent, type NodeRow, type ResultRow, type RunRow } from './pipeline-runs.repository.js';
+import { FINISHED, RunGraph, type Outcome } from './run-graph.js';
+
+/** The prefix of a node job's workload key: `pipeline-run:<run id>:<node name>`. */
+const KEY_PREFIX = 'pipeline-run:';
+/** Runs advanced at once by this hub: each holds a connection, and a cluster call may need another. */
+const CONCURRENT_ADVANCES = 4;
+const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+export function workloadKeyOf(runId: string, node: string): string {
+  return `${KEY_PREFIX}${runId}:${node}`;
+}
+
+function runOfKey(key: string | undefined): string | undefined {
+  if (!key?.startsWith(KEY_PREFIX)) return undefined;
+  return key.slice(KEY_PREFIX.length, KEY_PREFIX.length + 36);
+}
+
+/**
+ * Where a node's files go in the hub's store (its logs and results; its input notes apart, so that
+ * no artifact's name can meet them): by node position, as node names may hold characters a key
+ * may not.
+ */
+export function nodeStore(runId: string, node: { readonly position: number }, part: 'files' | 'inputs' = 'files'): string {
+  return part === 'files' ? `runs/${runId}/${node.position}` : `runs/${runId}/${node.position}/inputs`;
+}
+
+export function runStorePrefix(runId: string): string {
+  return `runs/${runId}`;
+}
+
+function event(type: string, details: Record<string, string> = {}, time = new Date().toISOString()): NodeEvent {
+  return { time, type, details };
+}
+
+/** What the engine read of an attempt's working directory after it ended (outside any transaction). */
+interface Collected {
+  readonly attempt: number;
+  readonly inputs: InputNote[];
+  readonly artifacts: CopiedFile[];
+}
+
+/** Nodes whose attempt the cluster must be asked for, once the transaction that decided it committed. */
+interface ClusterWork {
+  readonly submit: NodeRow[];
+  readonly retry: NodeRow[];
+}
+
+/**
+ * The run engine (api-map §7): event-driven, its state in PostgreSQL. Each execution change the
+ * cluster announces (here or in another hub) advances the run its job belongs to: under the run's
+ * row lock, so that one hub at a time moves a run on, the engine reads its nodes and their jobs'
+ * latest attempts, records starts and ends, decides (run-graph.ts) which nodes run next and which
+ * are skipped, and commits; then it asks the cluster for the jobs it decided, by workload key, so
+ * that a crash between the decision and the job, or two hubs deciding alike, never starts a node
+ * twice. A hub reconciles every run not ended when it starts and whenever its change feed comes
+ * back, so nothing waits for an announcement missed meanwhile.
+ */
+@Injectable()
+export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('PipelineEngine');
+  /** Runs being advanced here, and whether another pass was asked for meanwhile. */
+  private readonly advancing = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly storingLogs = new Set<string>();
+  /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
+  private readonly placementNotes = new Map<string, Map<string, string>>();
+  private slots = CONCURRENT_ADVANCES;
+  private readonly waitingForSlot: (() => void)[] = [];
+  private unsubscribe?: () => void;
+  private stopped = false;
+
+  constructor(
+    private readonly runs: PipelineRunsRepository,
+    private readonly dataSource: DataSource,
+    private readonly cluster: ClusterService,
+    private readonly announcements: ExecutionAnnouncements,
+    private readonly files: FilesCopiedOut,
+    private readonly profiles: ExecutionProfilesService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.unsubscribe = this.announcements.subscribe((change) => this.heard(change));
+    void this.reconcile();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    this.unsubscribe?.();
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** Advances every run not ended: at start, and when changes may have been missed. */
+  async reconcile(): Promise<void> {
+    try {
+      await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id)));
+    } catch (error) {
+      this.logger.error(`Reconciling pipeline runs failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** Advances a run now, or once more after the pass under way here (passes of one run never overlap in a hub). */
+  advance(runId: string): Promise<void> {
+    const current = this.advancing.get(runId);
+    if (current) {
+      current.again = true;
+      return current.done;
+    }
+    const entry = { again: false, done: Promise.resolve() };
+    entry.done = (async () => {
+      try {
+        do {
+          entry.again = false;
+          if (this.stopped) return;
+          await this.withSlot(() => this.pass(runId)).catch((error: unknown) =>
+            this.logger.error(`Advancing pipeline run ${runId} failed: ${(error as Error).stack ?? String(error)}`),
+          );
+        } while (entry.again);
+      } finally {
+        this.advancing.delete(runId);
+      }
+    })();
+    this.advancing.set(runId, entry);
+    return entry.done;
+  }
+
+  private heard(change: ExecutionChange | 'reconnected'): void {
+    if (change === 'reconnected') {
+      void this.reconcile();
+      return;
+    }
+    const runId = runOfKey(change.workloadKey);
+    if (runId) {
+      if (change.kind === 'placementFailed' && change.message) {
+        const node = change.workloadKey?.slice(KEY_PREFIX.length + 37) ?? '';
+        const notes = this.placementNotes.get(runId) ?? new Map<string, string>();
+        notes.set(node, change.message);
+        this.placementNotes.set(runId, notes);
+      }
+      void this.advance(runId);
+    }
+    // A job of the owner ended: a node waiting for room in their quota may go now.
+    if (change.kind === 'ended')
+      void this.runs
+        .runsOverQuota(change.ownerId)
+        .then((ids) => Promise.all(ids.map((id) => this.advance(id))))
+        .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
+  }
+
+  private async withSlot<T>(work: () => Promise<T>): Promise<T> {
+    if (this.slots === 0) await new Promise<void>((resolve) => this.waitingForSlot.push(resolve));
+    else this.slots -= 1;
+    try {
+      return await work();
+    } finally {
+      const next = this.waitingForSlot.shift();
+      if (next) next();
+      else this.slots += 1;
+    }
+  }
+
+  /**
+   * One pass over a run: first, outside any transaction, read what ended attempts left in their
+   * working directories (input notes, artifacts); then decide under the run's lock; then ask the
+   * cluster for what was decided.
+   */
+  private async pass(runId: string): Promise<void> {
+    const before = await this.runs.find(runId);
+    if (!before || FINISHED_RUN.has(before.state)) return;
+    // Only nodes with inputs or artifacts leave anything to read in their working directories.
+    const reads = ((before.spec.nodes ?? []) as RunNodeSpec[]).some((node) => hasFiles(node));
+    const collected = reads ? await this.collectEnded(before, await this.runs.nodesOf(runId)) : new Map<string, Collected>();
+    const outcome = await this.dataSource.transaction(async (manager) => {
+      const run = await this.runs.lock(manager, runId);
+      if (!run || FINISHED_RUN.has(run.state)) return undefined;
+      const nodes = await this.runs.nodesOf(runId, manager);
+      const step = await this.step(run, nodes, collected);
+      await this.runs.saveNodes(manager, step.changed);
+      if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
+      if (step.run) await this.runs.saveRun(manager, runId, step.run);
+      return { run, nodes, work: step.work, again: step.again };
+    });
+    if (!outcome) return;
+    this.armTimers(outcome.run, outcome.nodes);
+    for (const node of outcome.nodes) if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node);
+    await this.askCluster(outcome.run, outcome.work);
+    if (outcome.again) void this.advance(runId);
+  }
+
+  /** What ended attempts left: read before the transaction, as copying files takes time. */
+  private async collectEnded(run: RunRow, nodes: readonly NodeRow[]): Promise<Map<string, Collected>> {
+    const watched = nodes.filter((node) => node.jobId && !FINISHED.has(node.state));
+    const latest = await this.cluster.latestAttempts(watched.map((node) => node.jobId as string));
+    const collected = new Map<string, Collected>();
+    const specs = specsOf(run);
+    await Promise.all(
+      watched.map(async (node) => {
+        const attempt = latest.get(node.jobId as string);
+        const spec = specs.get(node.name);
+        if (!attempt || !spec || attempt.attempt !== node.attempt || !attempt.finishedAt) return;
+        const hasInputs = Object.keys(spec.inputs?.resources ?? {}).length > 0;
+        const artifacts = Object.entries(spec.outputs?.artifacts ?? {}).map(([name, artifact]) => ({ name, path: artifact.path }));
+        const inputs = hasInputs ? await this.readInputNotes(run.id, node, attempt.executionId) : [];
+        const copied = artifacts.length > 0 ? await this.files.copyOut(attempt.executionId, artifacts, nodeStore(run.id, node)) : [];
+        collected.set(node.name, { attempt: attempt.attempt, inputs, artifacts: copied });
+      }),
+    );
+    return collected;
+  }
+
+  private async readInputNotes(runId: string, node: NodeRow, executionId: string): Promise<InputNote[]> {
+    const [copied] = await this.files.copyOut(executionId, [{ name: 'inputs', path: INPUTS_FILE }], nodeStore(runId, node, 'inputs'));
+    if (!copied?.stored) return [];
+    const { stream } = await this.files.openStored(copied.key);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
+    return parseInputNotes(Buffer.concat(chunks).toString('utf8'));
+  }
+
+  /**
+   * The decisions of one pass, made in memory over the locked run's nodes: starts and ends of
+   * attempts, retries that are due, nodes to run and to skip, and the run's end.
+   */
+  private async step(
+    run: RunRow,
+    nodes: NodeRow[],
+    collected: ReadonlyMap<string, Collected>,
+  ): Promise<{ changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; again: boolean }> {
+    const specs = specsOf(run);
+    const changed = new Set<NodeRow>();
+    const results: ResultRow[] = [];
+    const now = new Date();
+    let again = false;
+    const latest = await this.cluster.latestAttempts(nodes.filter((node) => node.jobId && !FINISHED.has(node.state)).map((node) => node.jobId as string));
+    const notes = this.placementNotes.get(run.id);
+    this.placementNotes.delete(run.id);
+    for (const node of nodes) {
+      const spec = specs.get(node.name) as RunNodeSpec;
+      const tag: Record<string, string> = attemptsOf(spec).retries > 0 ? { attempt: String(Math.max(node.attempt, 1)) } : {};
+      const note = notes?.get(node.name);
+      if (note && node.state === 'Waiting' && node.attempt > 0) {
+        node.events.push(event('Queued', { ...tag, message: note }));
+        changed.add(node);
+      }
+      const attempt = node.jobId ? latest.get(node.jobId) : undefined;
+      if (FINISHED.has(node.state) || !attempt || attempt.attempt !== node.attempt) continue;
+      if (node.state === 'Waiting' && attempt.startedAt) {
+        node.state = 'Running';
+        node.executionId = attempt.executionId;
+        node.startedAt ??= attempt.startedAt;
+        const timeout = attemptsOf(spec).timeoutSeconds;
+        node.deadline = timeout === undefined ? null : new Date(Date.parse(attempt.startedAt) + timeout * 1000).toISOString();
+        node.events.push(event('Started', tag, attempt.startedAt));
+        changed.add(node);
+      }
+      if (!attempt.finishedAt) continue;
+      const found = collected.get(node.name);
+      if (found?.attempt !== node.attempt && hasFiles(spec)) {
+        // Ended after this pass read the working directories: the next pass reads it.
+        again = true;
+        continue;
+      }
+      this.settle(node, spec, attempt, found, tag, results);
+      changed.add(node);
+    }
+    // Retries whose delay has passed.
+    for (const node of nodes)
+      if (node.state === 'Waiting' && node.retryAt && Date.parse(node.retryAt) <= now.getTime()) {
+        node.retryAt = null;
+        node.attempt += 1;
+        node.events.push(event('Queued', { attempt: String(node.attempt) }));
+        changed.add(node);
+      }
+    const graph = new RunGraph([...specs.values()], run.spec.keepGoing === true, run.entryPoint ?? undefined);
+    const decision = graph.decide(new Map(nodes.map((node) => [node.name, node])));
+    for (const { name, why } of decision.skip) {
+      const node = nodes.find((candidate) => candidate.name === name) as NodeRow;
+      node.state = 'Skipped';
+      node.outcome = 'skipped';
+      node.events.push(event('Skipped', { message: why }));
+      changed.add(node);
+    }
+    for (const name of decision.submit) {
+      const node = nodes.find((candidate) => candidate.name === name) as NodeRow;
+      node.attempt = 1;
+      const tag: Record<string, string> = attemptsOf(specs.get(name) as RunNodeSpec).retries > 0 ? { attempt: '1' } : {};
+      node.events.push(event('Queued', tag));
+      changed.add(node);
+    }
+    let runChange: Parameters<PipelineRunsRepository['saveRun']>[2] | undefined;
+    if (decision.submit.length > 0 && run.state === 'Queued') runChange = { state: 'Executing', startedAt: now.toISOString() };
+    if (decision.ends) runChange = { state: decision.ends, finishedAt: now.toISOString(), ...(run.state === 'Queued' && { startedAt: now.toISOString() }) };
+    const submit = nodes.filter((node) => node.state === 'Waiting' && node.attempt > 0 && !node.jobId && !node.retryAt);
+    const retry = nodes.filter((node) => {
+      const attempt = node.jobId ? latest.get(node.jobId) : undefined;
+      return node.state === 'Waiting' && node.jobId && node.attempt > 1 && !node.retryAt && (attempt?.attempt ?? 0) < node.attempt;
+    });
+    return { changed: [...changed], results, run: runChange, work: { submit, retry }, again };
+  }
+
+  /** Records how an attempt ended: a retry to come, or the node's end with its results. */
+  private settle(
+    node: NodeRow,
+    spec: RunNodeSpec,
+    attempt: LatestAttempt,
+    found: Collected | undefined,
+    tag: Record<string, string>,
+    results: ResultRow[],
+  ): void {
+    const finishedAt = attempt.finishedAt as string;
+    node.executionId = attempt.executionId;
+    node.deadline = null;
+    node.overQuota = false;
+    if (!node.startedAt && attempt.startedAt) node.startedAt = attempt.startedAt;
+    for (const input of found?.inputs ?? []) {
+      const repo = redactedRepo(spec.inputs?.resources?.[input.name]?.repo ?? '');
+      if (input.fetched) node.events.push(event('InputFetched', { ...tag, name: input.name, repo }, input.time));
+      else
+        node.events.push(
+          event(
+            'Error',
+            { ...tag, name: input.name, repo, message: `Fetching git input '${input.name}' from ${repo} failed: ${redactedRepo(input.error)}` },
+            input.time,
+          ),
+        );
+    }
+    const fetchFailed = (found?.inputs ?? []).some((input) => !input.fetched) && attempt.exitCode === FETCH_FAILED_EXIT;
+    let failed: boolean;
+    if (node.timedOut === node.attempt) {
+      const seconds = attemptsOf(spec).timeoutSeconds ?? 0;
+      node.events.push(event('Timeout', { ...tag, message: `The attempt ran past its timeoutSeconds (${seconds}) and was stopped` }, finishedAt));
+      failed = true;
+    } else if (fetchFailed) {
+      failed = true;
+    } else if (attempt.status === 'lost' || (attempt.endEvent && attempt.endEvent.type !== 'Terminated')) {
+      const message = attempt.endEvent?.message ?? 'The execution was lost';
+      if (attempt.exitCode !== null) node.events.push(event('Exited', { ...tag, exitCode: String(attempt.exitCode) }, finishedAt));
+      node.events.push(event('Error', { ...tag, message }, finishedAt));
+      failed = true;
+    } else {
+      node.events.push(event('Exited', { ...tag, exitCode: String(attempt.exitCode ?? -1) }, finishedAt));
+      const code = attempt.exitCode;
+      failed = spec.task?.conditionNode ? code !== 0 && code !== 1 : code !== 0;
+    }
+    node.exitCode = attempt.exitCode;
+    const { retries, retryDelaySeconds } = attemptsOf(spec);
+    if (failed && node.attempt <= retries) {
+      node.state = 'Waiting';
+      const delay = retryDelaySeconds * 2 ** (node.attempt - 1) * 1000;
+      if (delay > 0) {
+        node.retryAt = new Date(Date.now() + delay).toISOString();
+        return;
+      }
+      node.attempt += 1;
+      node.events.push(event('Queued', { attempt: String(node.attempt) }));
+      return;
+    }
+    for (const artifact of found?.artifacts ?? []) {
+      if (artifact.stored) {
+        const contentType = spec.outputs?.artifacts?.[artifact.name]?.contentType || DEFAULT_CONTENT_TYPE;
+        results.push({ node: node.name, name: artifact.name, contentType, size: artifact.size, key: artifact.key });
+        node.events.push(event('ResultStored', { ...tag, name: artifact.name, size: String(artifact.size) }, finishedAt));
+      } else {
+        node.events.push(
+          event(
+            'Error',
+            { ...tag, name: artifact.name, message: `Result '${artifact.name}' (${artifact.path}) was not stored: ${artifact.reason}` },
+            finishedAt,
+          ),
+        );
+        failed = true;
+      }
+    }
+    const code = attempt.exitCode;
+    const outcome: Outcome = failed ? 'error' : spec.task?.conditionNode ? (code === 0 ? 'true' : 'false') : 'success';
+    node.outcome = outcome;
+    node.state = failed ? 'Failed' : 'Succeeded';
+    node.finishedAt = finishedAt;
+  }
+
+  /** Asks the cluster for the attempts decided: new jobs by workload key, retries by attempt number. */
+  private async askCluster(run: RunRow, work: ClusterWork): Promise<void> {
+    if (work.submit.length === 0 && work.retry.length === 0) return;
+    const profile = await this.profiles.find(run.executionProfileId);
+    const failures: { node: NodeRow; message: string }[] = [];
+    const overQuota: { node: NodeRow; message: string }[] = [];
+    const specs = specsOf(run);
+    await Promise.all([
+      ...work.submit.map(async (node) => {
+        const spec = specs.get(node.name) as RunNodeSpec;
+        try {
+          if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
+          const { command, args } = nodeCommand(spec);
+          const job = await this.cluster.run({
+            name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
+            type: 'batch',
+            namespace: { id: run.namespaceId, name: run.namespaceName },
+            profile,
+            owner: { id: run.ownerId, name: run.ownerName },
+            key: workloadKeyOf(run.id, node.name),
+            task: {
+              name: node.name,
+              command,
+              args,
+              envVars: [...run.environment, ...(spec.task?.envVars ?? []), { name: 'HUB_RUN_ID', value: run.id }, { name: 'HUB_NODE_NAME', value: node.name }],
+            },
+            properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
+          });
+          await this.runs.setJob(run.id, node.name, job.id);
+          // Cancelled while the job was being made: cancel may have looked for it before it existed.
+          if (await this.runs.hasEnded(run.id)) await this.cluster.stopWorkload(job.id, `Pipeline run ${run.id} has ended`);
+        } catch (error) {
+          if (error instanceof TooManyRequestsError) overQuota.push({ node, message: error.message });
+          else failures.push({ node, message: (error as Error).message });
+        }
+      }),
+      ...work.retry.map(async (node) => {
+        try {
+          await this.cluster.retry(node.jobId as string, node.attempt);
+        } catch (error) {
+          if (error instanceof TooManyRequestsError) overQuota.push({ node, message: error.message });
+          else failures.push({ node, message: (error as Error).message });
+        }
+      }),
+    ]);
+    if (failures.length > 0 || overQuota.length > 0) await this.recordRefusals(run.id, failures, overQuota);
+  }
+
+  /**
+   * Records what the cluster refused: a node over its owner's quota stays Waiting (a Queued event
+   * says why, once) until one of the owner's jobs ends; any other refusal fails the node.
+   */
+  private async recordRefusals(runId: string, failures: { node: NodeRow; message: string }[], overQuota: { node: NodeRow; message: string }[]): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      const run = await this.runs.lock(manager, runId);
+      if (!run || FINISHED_RUN.has(run.state)) return;
+      const nodes = new Map((await this.runs.nodesOf(runId, manager)).map((node) => [node.name, node]));
+      const changed: NodeRow[] = [];
+      for (const { node: decided, message } of overQuota) {
+        const node = nodes.get(decided.name);
+        if (!node || node.state !== 'Waiting' || node.overQuota) continue;
+        node.overQuota = true;
+        node.events.push(event('Queued', { message: `Waiting for room in the owner's quota: ${message}` }));
+        changed.push(node);
+      }
+      for (const { node: decided, message } of failures) {
+        const node = nodes.get(decided.name);
+        if (!node || node.state !== 'Waiting') continue;
+        node.state = 'Failed';
+        node.outcome = 'error';
+        node.finishedAt = new Date().toISOString();
+        node.events.push(event('Error', { message }));
+        changed.push(node);
+      }
+      await this.runs.saveNodes(manager, changed);
+    });
+    if (failures.length > 0) void this.advance(runId);
+  }
+
+  /** Timers for retries due later and attempts that may time out; a hub that restarts arms them again from the rows. */
+  private armTimers(run: RunRow, nodes: readonly NodeRow[]): void {
+    for (const node of nodes) {
+      const key = `${run.id}/${node.name}`;
+      clearTimeout(this.timers.get(key));
+      this.timers.delete(key);
+      const due = node.state === 'Waiting' ? node.retryAt : node.state === 'Running' && node.timedOut !== node.attempt ? node.deadline : null;
+      if (!due) continue;
+      const timer = setTimeout(
+        () => {
+          this.timers.delete(key);
+          if (node.state === 'Waiting') void this.advance(run.id);
+          else void this.timeOut(run.id, node.name, node.attempt);
+        },
+        Math.max(0, Date.parse(due) - Date.now()),
+      );
+      timer.unref();
+      this.timers.set(key, timer);
+    }
+  }
+
+  /** Stops an attempt that ran past its timeout; its end, announced, fails it with a Timeout event. */
+  private async timeOut(runId: string, name: string, attempt: number): Promise<void> {
+    const jobId = await this.dataSource.transaction(async (manager) => {
+      const run = await this.runs.lock(manager, runId);
+      if (!run || FINISHED_RUN.has(run.state)) return undefined;
+      const node = (await this.runs.nodesOf(runId, manager)).find((candidate) => candidate.name === name);
+      if (!node || node.state !== 'Running' || node.attempt !== attempt || !node.jobId) return undefined;
+      node.timedOut = attempt;
+      await this.runs.saveNodes(manager, [node]);
+      return node.jobId;
+    });
+    if (jobId) await this.cluster.stopWorkload(jobId, `Timed out: node '${name}' ran past its timeoutSeconds`);
+  }
+
+  /** Copies a finished node's logs into the hub's store, so that they outlive the job (once at a time per node). */
+  private async storeLogs(runId: string, node: NodeRow): Promise<void> {
+    const key = `${runId}/${node.name}`;
+    if (this.storingLogs.has(key)) return;
+    this.storingLogs.add(key);
+    try {
+      await this.files.copyLogs(node.executionId as string, nodeStore(runId, node));
+      await this.runs.setLogsStored(runId, node.name);
+    } catch (error) {
+      this.logger.warn(`Storing the logs of node '${node.name}' of run ${runId} failed: ${(error as Error).message}`);
+    } finally {
+      this.storingLogs.delete(key);
+    }
+  }
+
+  /**
+   * Cancels a run: its nodes not ended end Cancelled, the run Cancelled; then every job still
+   * running is stopped, in parallel, and this answers once each is recorded dead. False when the
+   * run had already ended.
+   */
+  async cancel(runId: string, by: string): Promise<boolean> {
+    const stopping = await this.dataSource.transaction(async (manager) => {
+      const run = await this.runs.lock(manager, runId);
+      if (!run || FINISHED_RUN.has(run.state)) return undefined;
+      const nodes = await this.runs.nodesOf(runId, manager);
+      const now = new Date().toISOString();
+      const changed = nodes.filter((node) => !FINISHED.has(node.state));
+      for (const node of changed) {
+        node.state = 'Cancelled' satisfies NodeState;
+        node.outcome = 'cancelled';
+        node.deadline = null;
+        node.retryAt = null;
+        node.overQuota = false;
+        if (node.startedAt) node.finishedAt = now;
+        node.events.push(event('Cancelled', { message: `Cancelled by ${by}` }, now));
+      }
+      await this.runs.saveNodes(manager, changed);
+      await this.runs.saveRun(manager, runId, { state: 'Cancelled', cancelled: true, finishedAt: now });
+      return changed.filter((node) => node.attempt > 0);
+    });
+    if (!stopping) return false;
+    await Promise.all(
+      stopping.map(async (node) => {
+        const jobId = node.jobId ?? (await this.cluster.jobByKey(workloadKeyOf(runId, node.name)))?.id;
+        if (jobId) await this.cluster.stopWorkload(jobId, `Pipeline run ${runId} was cancelled by ${by}`);
+      }),
+    );
+    for (const node of stopping) {
+      clearTimeout(this.timers.get(`${runId}/${node.name}`));
+      const latest = node.jobId ? (await this.cluster.latestAttempts([node.jobId])).get(node.jobId) : undefined;
+      if (latest) void this.storeLogs(runId, { ...node, executionId: latest.executionId });
+    }
+    return true;
+  }
+}
+
+const FINISHED_RUN: ReadonlySet<string> = new Set(['Succeeded', 'Failed', 'Cancelled']);
+
+function hasFiles(node: RunNodeSpec): boolean {
+  return Object.keys(node.inputs?.resources ?? {}).length > 0 || Object.keys(node.outputs?.artifacts ?? {}).length > 0;
+}
+
+function specsOf(run: RunRow): Map<string, RunNodeSpec> {
+  return new Map(((run.spec.nodes ?? []) as RunNodeSpec[]).map((node) => [node.name, node]));
+}

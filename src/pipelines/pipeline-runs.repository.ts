@@ -1,0 +1,295 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import { fetchListSlice, isoTime, whereInScopeOrOwned } from '../common/query/list-page.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import type { NodeState, RunState } from './dto/pipeline-run.dto.js';
+import { PipelineRun } from './entities/pipeline-run.entity.js';
+import type { PipelineSpecShape } from './pipeline-validation.js';
+import type { Outcome } from './run-graph.js';
+
+export interface NodeEvent {
+  readonly time: string;
+  readonly type: string;
+  readonly details: Readonly<Record<string, string>>;
+}
+
+/** A run as the engine and the replies read it. */
+export interface RunRow {
+  readonly id: string;
+  readonly namespaceId: string;
+  readonly namespaceName: string;
+  readonly pipelineId: string | null;
+  readonly ownerId: string;
+  readonly ownerName: string;
+  readonly executionProfileId: string;
+  readonly spec: PipelineSpecShape;
+  readonly entryPoint: string | null;
+  readonly environment: readonly { readonly name: string; readonly value: string }[];
+  readonly state: RunState;
+  readonly cancelled: boolean;
+  readonly created: string;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+}
+
+/** A node of a run, as stored. The engine changes these and writes back the ones it changed. */
+export interface NodeRow {
+  readonly runId: string;
+  readonly name: string;
+  readonly position: number;
+  state: NodeState;
+  outcome: Outcome | null;
+  /** The attempt asked of the cluster (1 for the first); 0 before the first. */
+  attempt: number;
+  jobId: string | null;
+  executionId: string | null;
+  exitCode: number | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** When the next attempt is due (a retry's delay). */
+  retryAt: string | null;
+  /** When the running attempt times out. */
+  deadline: string | null;
+  /** The attempt that was stopped for running past its timeout. */
+  timedOut: number | null;
+  overQuota: boolean;
+  logsStored: boolean;
+  events: NodeEvent[];
+}
+
+export interface ResultRow {
+  readonly node: string;
+  readonly name: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly key: string;
+}
+
+export interface NewRun {
+  readonly namespaceId: string;
+  readonly pipelineId: string | null;
+  readonly owner: { readonly id: string; readonly name: string };
+  readonly executionProfileId: string;
+  readonly spec: PipelineSpecShape;
+  readonly entryPoint: string | null;
+  readonly environment: readonly { readonly name: string; readonly value: string }[];
+  readonly nodes: readonly string[];
+}
+
+const RUN_COLUMNS = `r.id, r.namespace_id AS "namespaceId", n.name AS "namespaceName", r.pipeline_id AS "pipelineId", r.owner_id AS "ownerId",
+  r.owner_name AS "ownerName", r.execution_profile_id AS "executionProfileId", r.spec, r.entry_point AS "entryPoint", r.environment, r.state, r.cancelled,
+  ${isoTime('r.created')} AS created, ${isoTime('r.started_at')} AS "startedAt", ${isoTime('r.finished_at')} AS "finishedAt"`;
+
+const NODE_COLUMNS = `run_id AS "runId", name, position, state, outcome, attempt, job_id AS "jobId", execution_id AS "executionId", exit_code AS "exitCode",
+  ${isoTime('started_at')} AS "startedAt", ${isoTime('finished_at')} AS "finishedAt", ${isoTime('retry_at')} AS "retryAt", ${isoTime('deadline')} AS deadline,
+  timed_out AS "timedOut", over_quota AS "overQuota", logs_stored AS "logsStored", events`;
+
+/** What a run list item reads beyond the run's own columns. */
+const LIST_COLUMNS = ['id', 'namespaceId', 'pipelineId', 'ownerId', 'executionProfileId', 'state', 'cancelled'];
+const LIST_EXTRA = {
+  namespaceName: '(SELECT n.name FROM namespaces n WHERE n.id = run.namespace_id)',
+  created: isoTime('run.created'),
+  startedAt: isoTime('run.started_at'),
+  finishedAt: isoTime('run.finished_at'),
+};
+
+export type RunListRow = Pick<
+  RunRow,
+  'id' | 'namespaceId' | 'namespaceName' | 'pipelineId' | 'ownerId' | 'executionProfileId' | 'state' | 'cancelled' | 'created' | 'startedAt' | 'finishedAt'
+>;
+
+@Injectable()
+export class PipelineRunsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** A run and its nodes, all Waiting, in one transaction. */
+  async insert(run: NewRun): Promise<string> {
+    return this.dataSource.transaction(async (manager) => {
+      const [{ id }]: { id: string }[] = await manager.query(
+        `INSERT INTO pipeline_runs (namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, spec, entry_point, environment)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+        [run.namespaceId, run.pipelineId, run.owner.id, run.owner.name, run.executionProfileId, run.spec, run.entryPoint, JSON.stringify(run.environment)],
+      );
+      await manager.query(
+        `INSERT INTO pipeline_run_nodes (run_id, name, position) SELECT $1, name, position - 1 FROM unnest($2::text[]) WITH ORDINALITY AS t(name, position)`,
+        [id, run.nodes],
+      );
+      return id;
+    });
+  }
+
+  async find(id: string, manager: EntityManager = this.dataSource.manager): Promise<RunRow | null> {
+    const rows: RunRow[] = await manager.query(`SELECT ${RUN_COLUMNS} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1`, [id]);
+    return rows[0] ?? null;
+  }
+
+  /** The run, locked for this transaction; null when there is none. */
+  async lock(manager: EntityManager, id: string): Promise<RunRow | null> {
+    const rows: RunRow[] = await manager.query(
+      `SELECT ${RUN_COLUMNS} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  nodesOf(runId: string, manager: EntityManager = this.dataSource.manager): Promise<NodeRow[]> {
+    return manager.query(`SELECT ${NODE_COLUMNS} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
+  }
+
+  async node(runId: string, name: string): Promise<NodeRow | null> {
+    const rows: NodeRow[] = await this.dataSource.query(`SELECT ${NODE_COLUMNS} FROM pipeline_run_nodes WHERE run_id = $1 AND name = $2`, [runId, name]);
+    return rows[0] ?? null;
+  }
+
+  /** Writes back the nodes the engine changed, in one statement. */
+  async saveNodes(manager: EntityManager, nodes: readonly NodeRow[]): Promise<void> {
+    if (nodes.length === 0) return;
+    await manager.query(
+      `UPDATE pipeline_run_nodes n SET state = c.state, outcome = c.outcome, attempt = c.attempt, job_id = c.job_id, execution_id = c.execution_id,
+         exit_code = c.exit_code, started_at = c.started_at, finished_at = c.finished_at, retry_at = c.retry_at, deadline = c.deadline,
+         timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = c.logs_stored, events = c.events
+       FROM jsonb_to_recordset($1::jsonb) AS c(run_id uuid, name text, state text, outcome text, attempt int, job_id uuid, execution_id uuid, exit_code int,
+         started_at timestamptz, finished_at timestamptz, retry_at timestamptz, deadline timestamptz, timed_out int, over_quota boolean, logs_stored boolean, events jsonb)
+       WHERE n.run_id = c.run_id AND n.name = c.name`,
+      [
+        JSON.stringify(
+          nodes.map((node) => ({
+            run_id: node.runId,
+            name: node.name,
+            state: node.state,
+            outcome: node.outcome,
+            attempt: node.attempt,
+            job_id: node.jobId,
+            execution_id: node.executionId,
+            exit_code: node.exitCode,
+            started_at: node.startedAt,
+            finished_at: node.finishedAt,
+            retry_at: node.retryAt,
+            deadline: node.deadline,
+            timed_out: node.timedOut,
+            over_quota: node.overQuota,
+            logs_stored: node.logsStored,
+            events: node.events,
+          })),
+        ),
+      ],
+    );
+  }
+
+  async saveRun(
+    manager: EntityManager,
+    id: string,
+    change: { state: RunState; cancelled?: boolean; startedAt?: string | null; finishedAt?: string | null },
+  ): Promise<void> {
+    await manager.query(
+      `UPDATE pipeline_runs SET state = $2, cancelled = cancelled OR $3, started_at = coalesce(started_at, $4), finished_at = coalesce(finished_at, $5) WHERE id = $1`,
+      [id, change.state, change.cancelled ?? false, change.startedAt ?? null, change.finishedAt ?? null],
+    );
+  }
+
+  /** Records a node's job, once the cluster has it (a node keeps its one job across attempts). */
+  async setJob(runId: string, name: string, jobId: string): Promise<void> {
+    await this.dataSource.query(`UPDATE pipeline_run_nodes SET job_id = $3 WHERE run_id = $1 AND name = $2 AND job_id IS NULL`, [runId, name, jobId]);
+  }
+
+  async hasEnded(runId: string): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM pipeline_runs WHERE id = $1 AND state NOT IN ('Queued', 'Executing')`, [runId]);
+    return rows.length > 0;
+  }
+
+  async setLogsStored(runId: string, name: string): Promise<void> {
+    await this.dataSource.query(`UPDATE pipeline_run_nodes SET logs_stored = true WHERE run_id = $1 AND name = $2`, [runId, name]);
+  }
+
+  /** The runs not yet ended, for a hub that reconciles. */
+  async activeRunIds(): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM pipeline_runs WHERE state IN ('Queued', 'Executing')`);
+    return rows.map((row) => row.id);
+  }
+
+  /** Runs of an owner with a node waiting for room in the owner's quota. */
+  async runsOverQuota(ownerId: string): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT DISTINCT n.run_id AS id FROM pipeline_run_nodes n JOIN pipeline_runs r ON r.id = n.run_id WHERE n.over_quota AND r.owner_id = $1`,
+      [ownerId],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** The run a node's job belongs to. */
+  async runOfJob(jobId: string): Promise<string | null> {
+    const rows: { runId: string }[] = await this.dataSource.query(`SELECT run_id AS "runId" FROM pipeline_run_nodes WHERE job_id = $1`, [jobId]);
+    return rows[0]?.runId ?? null;
+  }
+
+  /** Runs in `scope` (and the caller's own, wherever they are), in `namespaceIds` when given; one page, no count. */
+  list(query: ListQuery, scope: NamespaceScope, callerId: string, namespaceIds?: readonly string[]): Promise<RunListRow[]> {
+    const qb = this.dataSource.getRepository(PipelineRun).createQueryBuilder('run');
+    whereInScopeOrOwned(qb, { namespace: 'run.namespace_id', item: 'run.id' }, scope, 'run.owner_id', callerId);
+    if (namespaceIds) qb.andWhere('run.namespace_id = ANY(:namespaceIds)', { namespaceIds });
+    return fetchListSlice<PipelineRun, RunListRow>(qb, query, { columns: LIST_COLUMNS, extra: LIST_EXTRA });
+  }
+
+  async insertResults(manager: EntityManager, runId: string, results: readonly ResultRow[]): Promise<void> {
+    if (results.length === 0) return;
+    await manager.query(
+      `INSERT INTO pipeline_results (run_id, node, name, content_type, size, key)
+       SELECT $1, r.node, r.name, r.content_type, r.size, r.key FROM jsonb_to_recordset($2::jsonb) AS r(node text, name text, content_type text, size bigint, key text)
+       ON CONFLICT (run_id, node, name) DO UPDATE SET content_type = excluded.content_type, size = excluded.size, key = excluded.key`,
+      [
+        runId,
+        JSON.stringify(
+          results.map((result) => ({ node: result.node, name: result.name, content_type: result.contentType, size: result.size, key: result.key })),
+        ),
+      ],
+    );
+  }
+
+  resultsOf(runId: string, node?: string): Promise<ResultRow[]> {
+    return this.dataSource.query(
+      `SELECT node, name, content_type AS "contentType", size::float8 AS size, key FROM pipeline_results WHERE run_id = $1 AND ($2::text IS NULL OR node = $2) ORDER BY node, name`,
+      [runId, node ?? null],
+    );
+  }
+
+  async result(runId: string, node: string, name: string): Promise<ResultRow | null> {
+    const rows: ResultRow[] = await this.dataSource.query(
+      `SELECT node, name, content_type AS "contentType", size::float8 AS size, key FROM pipeline_results WHERE run_id = $1 AND node = $2 AND name = $3`,
+      [runId, node, name],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Deletes a finished run (its nodes and results with it); false when it is not finished. */
+  async deleteFinished(id: string): Promise<boolean> {
+    // A CTE, so that the reply is rows whatever the driver makes of a DELETE's.
+    const rows: unknown[] = await this.dataSource.query(
+      `WITH gone AS (DELETE FROM pipeline_runs WHERE id = $1 AND state NOT IN ('Queued', 'Executing') RETURNING id) SELECT id FROM gone`,
+      [id],
+    );
+    return rows.length > 0;
+  }
+
+  /** Finished runs older than `before`, for the retention prune. */
+  async finishedBefore(before: Date, limit: number): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT id FROM pipeline_runs WHERE finished_at < $1 AND state NOT IN ('Queued', 'Executing') ORDER BY finished_at LIMIT $2`,
+      [before, limit],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  async countIn(namespaceId: string, manager: EntityManager): Promise<number> {
+    const [{ count }]: { count: string }[] = await manager.query('SELECT count(*) AS count FROM pipeline_runs WHERE namespace_id = $1', [namespaceId]);
+    return Number(count);
+  }
+
+  async location(id: string): Promise<{ namespaceId: string; namespaceName: string; ownerId: string } | null> {
+    const rows: { namespaceId: string; namespaceName: string; ownerId: string }[] = await this.dataSource.query(
+      'SELECT r.namespace_id AS "namespaceId", n.name AS "namespaceName", r.owner_id AS "ownerId" FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1',
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+}
