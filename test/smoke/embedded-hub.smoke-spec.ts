@@ -292,6 +292,54 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
     expect(await call('cluster/jobs?filter[name][ST]=long')).toMatchObject({ data: [{ taskSummary: { lost: 1, running: 0 } }] });
   });
 
+  it('goes on with a pipeline run after the hub is killed mid-run: it completes, and no node ran twice', async () => {
+    const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+      const response = await fetch(`${hub.url}/api/v2/${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+      expect([path, response.status]).toEqual([path, method === 'POST' ? 201 : 200]);
+      return (await response.json()) as T;
+    };
+    type Status = { state: string; nodeStatus: Record<string, { state: string; events: { type: string }[] }> };
+    const until = async (done: (status: Status) => boolean, what: string, id: string): Promise<Status> => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const status = await call<Status>('GET', `pipelines/runs/${id}/status`);
+        if (done(status)) return status;
+        if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(status)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const profiles = await call<{ data: { _id: string }[] }>('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard');
+    const step = (name: string, script: string, next: string[] = []) => ({
+      name,
+      connections: { onSuccess: next },
+      task: { type: 'rawexec', command: 'sh', args: ['-c', script] },
+    });
+    const run = await call<{ id: string }>('POST', 'pipelines/runs', {
+      spec: { nodes: [step('first', 'sleep 2', ['second']), step('second', 'echo second', ['third']), step('third', 'echo third')] },
+      executionProfileId: profiles.data[0]._id,
+    });
+    await until((status) => status.nodeStatus.first.state === 'Running', 'the first node to run', run.id);
+    hub.process.kill('SIGKILL');
+    await exitOf(hub);
+    // The first node ends while no hub runs.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    hub = await startHub(dataDir);
+    token = await login(hub, password);
+    const status = await until((current) => ['Succeeded', 'Failed', 'Cancelled'].includes(current.state), 'the run to end', run.id);
+    expect(status.state).toBe('Succeeded');
+    for (const name of ['first', 'second', 'third']) {
+      expect(status.nodeStatus[name].state).toBe('Succeeded');
+      expect(status.nodeStatus[name].events.filter((event) => event.type === 'Started')).toHaveLength(1);
+    }
+    const jobs = await call<{ total: number; data: { taskSummary: Record<string, number> }[] }>('GET', `cluster/jobs?filter[name][ST]=${run.id.slice(0, 8)}`);
+    expect(jobs.total).toBe(3);
+    for (const job of jobs.data) expect(job.taskSummary).toMatchObject({ completed: 1, failed: 0, lost: 0, running: 0 });
+  });
+
   it('refuses a second hub on the same data directory', async () => {
     const second = await startHub(dataDir).then(
       (started) => {

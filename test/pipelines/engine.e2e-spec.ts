@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DataSource } from 'typeorm';
+import { poll } from '../support/poll.js';
+import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
+
+interface NodeStatus {
+  state: string;
+  events: { type: string; details: Record<string, string> }[];
+}
+
+interface RunStatus {
+  state: string;
+  nodeStatus: Record<string, NodeStatus>;
+}
+
+const RUNS = '/api/v2/pipelines/runs';
+const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
+
+function node(name: string, script: string, onSuccess: string[] = []): Record<string, unknown> {
+  return { name, connections: { onSuccess }, task: { type: 'rawexec', command: 'sh', args: ['-c', script] } };
+}
+
+/** A fan-out of `width` nodes between a start and a join. */
+function fanOut(width: number, script = 'true'): Record<string, unknown>[] {
+  const middle = Array.from({ length: width }, (_, index) => `n${index}`);
+  return [node('start', 'true', middle), ...middle.map((name) => node(name, script, ['join'])), node('join', 'true')];
+}
+
+/**
+ * The engine under concurrency, restarts and the owner's quota (api-map §7, §9): several hubs on
+ * one database never start a node twice, a hub that restarts mid-run goes on with it, and nodes
+ * over the owner's quota wait for room rather than fail.
+ */
+describe('the pipeline engine across hubs, restarts and quotas', () => {
+  let hub: TestHub;
+  let profileId: string;
+
+  const runOn = async (on: TestHub, nodes: Record<string, unknown>[]): Promise<string> => {
+    const response = await on.inject({
+      method: 'POST',
+      url: RUNS,
+      headers: bearer(on.adminToken),
+      payload: { spec: { nodes }, executionProfileId: profileId },
+    });
+    expect([response.statusCode, response.body]).toEqual([201, expect.any(String)]);
+    return response.json<{ id: string }>().id;
+  };
+  const statusOf = async (on: TestHub, id: string) =>
+    (await on.inject({ method: 'GET', url: `${RUNS}/${id}/status`, headers: bearer(on.adminToken) })).json<RunStatus>();
+  const ended = (on: TestHub, id: string, timeoutMs = 30_000) =>
+    poll(
+      () => statusOf(on, id),
+      (status) => ENDED.includes(status.state),
+      `run ${id} to end`,
+      timeoutMs,
+    );
+  /** Each node's jobs and executions, as the cluster recorded them. */
+  const jobsOf = async (id: string) =>
+    hub.app
+      .get(DataSource)
+      .query<{ key: string; executions: number }[]>(
+        `SELECT j.workload_key AS key, (SELECT count(*)::int FROM job_executions e WHERE e.job_id = j.id) AS executions FROM cluster_jobs j WHERE j.workload_key LIKE $1`,
+        [`pipeline-run:${id}:%`],
+      );
+
+  beforeAll(async () => {
+    hub = await startTestHub({ env: { HUB_MAX_ACTIVE_JOBS_PER_USER: '4' } });
+    const profiles = await hub.inject({
+      method: 'GET',
+      url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
+      headers: bearer(hub.adminToken),
+    });
+    profileId = profiles.json().data[0]._id;
+  });
+  afterAll(() => hub?.close());
+
+  it('keeps a node over its owner’s quota Waiting, says why, and runs it once the owner has room', async () => {
+    const id = await runOn(hub, fanOut(10, 'sleep 0.2'));
+    const status = await ended(hub, id);
+    expect(status.state).toBe('Succeeded');
+    const waited = Object.values(status.nodeStatus).filter((each) =>
+      each.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
+    );
+    expect(waited.length).toBeGreaterThan(0);
+    for (const each of Object.values(status.nodeStatus)) {
+      expect(each.state).toBe('Succeeded');
+      expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+    }
+    expect((await jobsOf(id)).every((job) => job.executions === 1)).toBe(true);
+  }, 60_000);
+
+  it('never starts a node twice when two hubs on one database advance the same runs', async () => {
+    const other = await startTestHub({ databaseUrl: hub.databaseUrl, env: { HUB_MAX_ACTIVE_JOBS_PER_USER: '4' } });
+    try {
+      const ids = [await runOn(hub, fanOut(6)), await runOn(other, fanOut(6)), await runOn(other, fanOut(6))];
+      for (const id of ids) {
+        const status = await ended(hub, id);
+        expect(status.state).toBe('Succeeded');
+        expect(Object.keys(status.nodeStatus)).toHaveLength(8);
+        for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+        const jobs = await jobsOf(id);
+        expect(jobs).toHaveLength(8);
+        expect(jobs.every((job) => job.executions === 1)).toBe(true);
+      }
+    } finally {
+      await other.close();
+    }
+  }, 90_000);
+
+  it('goes on with a run after its hub restarts mid-run: nothing left Running, no node started twice', async () => {
+    const id = await runOn(hub, [node('first', 'sleep 1', ['second']), node('second', 'true', ['third']), node('third', 'true')]);
+    await poll(
+      () => statusOf(hub, id),
+      (status) => status.nodeStatus.first.state === 'Running',
+      'the first node to run',
+    );
+    await hub.restart();
+    const status = await ended(hub, id);
+    expect(status.state).toBe('Succeeded');
+    for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+    expect((await jobsOf(id)).map((job) => job.executions)).toEqual([1, 1, 1]);
+  }, 60_000);
+});
