@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { bearer, enterableTempDir, startTestHub, type TestHub } from '../support/test-hub.js';
 
 /**
@@ -174,6 +175,45 @@ withSlurm('the slurm driver on a real Slurm cluster', () => {
     expect(execution.status).toBe('pending');
     expect(execution.taskStates.main.events.at(-1)?.message).toContain('node.label = gpu');
   }, 40_000);
+
+  it('runs a pipeline node on a Slurm node: its git input cloned there as the job user, its artifact copied into the hub', async () => {
+    // A repository the job user may read, under the directory the Slurm nodes share.
+    const source = join(sharedDir, 'src-work');
+    mkdirSync(source);
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: source });
+    git('init', '-q', '-b', 'main');
+    writeFileSync(join(source, 'data.txt'), 'from the repository\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'data');
+    const repo = join(sharedDir, 'repo.git');
+    execFileSync('git', ['clone', '-q', '--bare', source, repo]);
+    execFileSync('chmod', ['-R', 'a+rX', repo]);
+    const run = (await call('POST', 'pipelines/runs', {
+      spec: {
+        nodes: [
+          {
+            name: 'on-slurm',
+            inputs: { resources: { src: { type: 'git', repo: `file://${repo}`, depth: 1 } } },
+            outputs: { artifacts: { copy: { path: 'copy.txt', contentType: 'text/plain' } } },
+            task: { type: 'rawexec', command: 'sh', args: ['-c', 'cp src/data.txt copy.txt && id -un'] },
+          },
+        ],
+      },
+      executionProfileId: profiles.Standard,
+    })) as { id: string };
+    const deadline = Date.now() + WAIT_MS;
+    let status: { state: string; nodeStatus: Record<string, { events: { type: string }[] }> };
+    do {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      status = (await call('GET', `pipelines/runs/${run.id}/status`)) as typeof status;
+    } while (!['Succeeded', 'Failed', 'Cancelled'].includes(status.state) && Date.now() < deadline);
+    expect([status.state, status.nodeStatus['on-slurm'].events.map((event) => event.type)]).toEqual([
+      'Succeeded',
+      ['Queued', 'Started', 'InputFetched', 'Exited', 'ResultStored'],
+    ]);
+    expect(await call('GET', `pipelines/runs/${run.id}/nodes/on-slurm/results/copy`)).toEqual({ msg: 'from the repository\n' });
+    expect(await call('GET', `pipelines/runs/${run.id}/nodes/on-slurm/logs/stdout`)).toEqual({ msg: `${ACCOUNT}\n` });
+  }, 60_000);
 
   it('stops a running job with scancel', async () => {
     const jobId = await submit('sleeper', 'Standard', 'sleep', ['300']);
