@@ -25,7 +25,6 @@ import { PipelineRunsService } from './pipeline-runs.service.js';
 const RUN = { resource: 'pipelineRun', param: 'pipelineRunId' } as const;
 const OWN = 'Their owner may do this without the permission.';
 const runId = new ResourceId('Pipeline run');
-const REFUSED = 'The run was refused: 1 problem';
 const WINDOW = {
   origin: 'start (default) or end: where offset counts from',
   offset: 'Bytes from the origin (int64, default 0)',
@@ -46,7 +45,6 @@ export class PipelineRunsController {
       "Starts a run of the stored pipeline under an execution profile bound to its namespace, which the caller may Use there. A spec that validate finds problems in, a profile unknown, unbound or not usable, or a node's envVars that name a variable the profile sets is a 400 whose `errors` lists every problem as a string; nothing is created. Needs Execute on the pipeline.",
     access: { object: '/Pipelines/{id}', action: 'Execute', namespace: { resource: 'pipelineEntry', param: 'id' } },
     response: SubmittedRunDto,
-    errors: { 400: REFUSED },
   })
   submitPipeline(
     @CurrentCaller() caller: Caller,
@@ -79,7 +77,6 @@ export class PipelineRunsController {
       'An ad hoc run in `namespace` (`default` when absent). Needs Execute on /Pipelines and Use on the execution profile there; refusals are as for submit, and an `entryPoint` that names no node is one.',
     access: { object: '/Pipelines', action: 'Execute', namespace: { body: 'namespace', default: 'default' } },
     response: PipelineRunDto,
-    errors: { 400: REFUSED },
   })
   createRun(@CurrentCaller() caller: Caller, @Body() body: PipelineRunInputDto): Promise<PipelineRunDto> {
     return this.runs.create(caller, body);

@@ -76,7 +76,8 @@ describe('pipeline runs', () => {
   const run = async (nodes: NodeSpec[], extra: Record<string, unknown> = {}) => ended((await start(nodes, extra)).id);
 
   beforeAll(async () => {
-    hub = await startTestHub();
+    // One user's nodes run side by side on a two-slot host (the default cap keeps a slot for others: docs/cluster.md).
+    hub = await startTestHub({ env: { HUB_MAX_RUNNING_JOBS_PER_USER: '0' } });
     auth = bearer(hub.adminToken);
     const profiles = await get('/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard');
     profileId = profiles.json().data[0]._id;
@@ -167,10 +168,11 @@ describe('pipeline runs', () => {
     });
 
     it('fails the run on a failure nothing handles, skipping what had not started; a running branch finishes', async () => {
+      // slow outlasts broken's failure by far, so that later is decided after it.
       const status = await run([
         node('broken', 'exit 1', { onSuccess: ['after'] }),
         node('after', 'true'),
-        node('slow', 'sleep 0.5', { onSuccess: ['later'] }),
+        node('slow', 'sleep 3', { onSuccess: ['later'] }),
         node('later', 'true'),
       ]);
       expect(status.state).toBe('Failed');
@@ -242,6 +244,56 @@ describe('pipeline runs', () => {
       expect(status.state).toBe('Failed');
       expect(status.nodeStatus.sleeper.state).toBe('Failed');
       expect(types(status.nodeStatus.sleeper)).toContain('Timeout');
+    });
+  });
+
+  describe('what the cluster says of a node', () => {
+    const profile = async (name: string, body: Record<string, unknown>): Promise<string> => {
+      const created = await post('/api/v2/execution-profiles/execprofiles', { name, ...body });
+      expect(created.statusCode).toBe(201);
+      const namespaces = await get('/api/v2/namespaces?filter[name][EQ]=default');
+      const bound = await post('/api/v2/execution-profiles/bindings', { executionProfileId: created.json()._id, namespaceId: namespaces.json().data[0]._id });
+      expect(bound.statusCode).toBe(201);
+      return created.json()._id;
+    };
+
+    it('notes a failed placement as a Queued event with the cluster’s message while the node waits', async () => {
+      const nowhere = await profile('runs-nowhere', { constraints: [{ attribute: 'node.label', operator: '=', value: 'no-such-label' }] });
+      const started = await start([node('stuck', 'true')], { executionProfileId: nowhere });
+      const status = await poll(
+        async () => (await get(`${RUNS}/${started.id}/status`)).json<RunStatus>(),
+        (current) => current.nodeStatus.stuck.events.some((event) => event.type === 'Queued' && event.details.message !== undefined),
+        'the placement failure',
+      );
+      expect(status.nodeStatus.stuck.state).toBe('Waiting');
+      expect(status.nodeStatus.stuck.events.at(-1)?.details.message).toContain('no-such-label');
+      await post(`${RUNS}/${started.id}/cancel`, {});
+    });
+
+    it('fails a node a profile limit ends, with the cluster’s message, and retries it like any failure', async () => {
+      const short = await profile('runs-one-second', { properties: { maxRunSeconds: 1 } });
+      const started = await start([node('long', 'sleep 5', {}, { meta: { retries: 1 } })], { executionProfileId: short });
+      const status = await ended(started.id);
+      expect(status.state).toBe('Failed');
+      const errors = status.nodeStatus.long.events.filter((event) => event.type === 'Error');
+      expect(errors.map((event) => event.details.attempt)).toEqual(['1', '2']);
+      expect(errors[0].details.message).toContain('maxRunSeconds');
+    });
+
+    it('fails a node whose job is stopped through the cluster API, with the cluster’s message', async () => {
+      const started = await start([node('stopped', 'sleep 30', { onError: ['handler'] }), node('handler', 'true')]);
+      await poll(
+        async () => (await get(`${RUNS}/${started.id}/status`)).json<RunStatus>(),
+        (current) => current.nodeStatus.stopped.state === 'Running',
+        'the node to run',
+      );
+      const jobs = (await get(`/api/v2/cluster/jobs?filter[name][ST]=${started.id.slice(0, 8)}-stopped`)).json().data;
+      expect((await post(`/api/v2/cluster/jobs/${jobs[0].id}/stop`, {})).statusCode).toBe(200);
+      const status = await ended(started.id);
+      expect(status.nodeStatus.stopped.state).toBe('Failed');
+      expect(status.nodeStatus.stopped.events.find((event) => event.type === 'Error')?.details.message).toContain('Stopped by admin');
+      expect(status.nodeStatus.handler.state).toBe('Succeeded');
+      expect(status.state).toBe('Succeeded');
     });
   });
 

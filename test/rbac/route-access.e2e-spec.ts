@@ -41,6 +41,9 @@ interface Fixtures {
   readonly execution: string;
   readonly pipelineEntry: string;
   readonly doomedPipelineEntry: string;
+  readonly run: string;
+  readonly doomedRun: string;
+  readonly cancellableRun: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -744,6 +747,116 @@ const ROUTES: readonly RouteCase[] = [
     params: (f) => ({ id: f.doomedPipelineEntry }),
     allowed: 200,
   },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/entries/:id/submit',
+    access: { object: '/Pipelines/{id}', action: 'Execute', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    payload: (f) => ({ executionProfileId: f.executionProfile }),
+    alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.executionProfile}`, actions: ['Use'] }],
+    allowed: 201,
+  },
+  // Pipeline runs (the fixtures run in namespace default)
+  { method: 'GET', path: '/api/v2/pipelines/runs', access: { object: '/PipelineRuns', action: 'Read', namespaced: true, self: { owned: true } }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/runs',
+    access: { object: '/Pipelines', action: 'Execute', namespace: { body: 'namespace', default: 'default' } },
+    payload: (f) => ({ spec: PIPELINE_SPEC, executionProfileId: f.standardProfile }),
+    alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.standardProfile}`, actions: ['Use'] }],
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run }),
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/pipelines/runs/:pipelineRunId',
+    access: {
+      object: '/PipelineRuns/{pipelineRunId}',
+      action: 'Delete',
+      namespace: { resource: 'pipelineRun', param: 'pipelineRunId' },
+      self: { owner: true },
+    },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.doomedRun }),
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/cancel',
+    access: {
+      object: '/PipelineRuns/{pipelineRunId}',
+      action: 'Update',
+      namespace: { resource: 'pipelineRun', param: 'pipelineRunId' },
+      self: { owner: true },
+    },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.cancellableRun }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/status',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/results',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/status',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run, nodeName: 'only' }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/logs/:logType',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run, nodeName: 'only', logType: 'stdout' }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/results',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run, nodeName: 'only' }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/results/:resultName',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run, nodeName: 'only', resultName: 'out' }),
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/runs/:pipelineRunId/nodes/:nodeName/results/:resultName/metadata',
+    access: { object: '/PipelineRuns/{pipelineRunId}', action: 'Read', namespace: { resource: 'pipelineRun', param: 'pipelineRunId' }, self: { owner: true } },
+    resource: 'rbac-fixture-run',
+    params: (f) => ({ pipelineRunId: f.run, nodeName: 'only', resultName: 'out' }),
+    allowed: 200,
+  },
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -875,6 +988,7 @@ describe('route access control', () => {
         '/api/v2/cluster/nodes',
         '/api/v2/cluster/jobs?page[limit]=1000',
         '/api/v2/pipelines/entries?page[limit]=1000',
+        '/api/v2/pipelines/runs?page[limit]=1000',
       ].map((url) => asAdmin('GET', url)),
     );
 
@@ -889,6 +1003,36 @@ describe('route access control', () => {
     });
     const executions = await asAdmin('GET', `/api/v2/cluster/executions?filter[jobId][EQ]=${job.id}`);
     return { node: (nodes.data as { id: string }[])[0].id, job: job.id, execution: (executions.data as { id: string }[])[0].id };
+  };
+
+  /** Runs of the administrator's in namespace default: two that have ended (one to delete), and one running to cancel. */
+  const runFixtures = async (standardProfile: string) => {
+    const start = async (script: string) =>
+      (
+        await asAdmin(
+          'POST',
+          '/api/v2/pipelines/runs',
+          {
+            spec: {
+              nodes: [{ name: 'only', outputs: { artifacts: { out: { path: 'out.txt' } } }, task: { type: 'rawexec', command: 'sh', args: ['-c', script] } }],
+            },
+            executionProfileId: standardProfile,
+          },
+          201,
+        )
+      ).id;
+    const ended = async (id: string) => {
+      const deadline = Date.now() + 20_000;
+      while (!['Succeeded', 'Failed'].includes(String((await asAdmin('GET', `/api/v2/pipelines/runs/${id}/status`)).state)))
+        if (Date.now() > deadline) throw new Error(`Run ${id} did not end`);
+        else await new Promise((resolve) => setTimeout(resolve, 50));
+      return id;
+    };
+    return {
+      run: await ended(await start('echo fixture > out.txt')),
+      doomedRun: await ended(await start('echo doomed > out.txt')),
+      cancellableRun: await start('sleep 300'),
+    };
   };
 
   beforeAll(async () => {
@@ -949,6 +1093,7 @@ describe('route access control', () => {
       ...(await clusterFixtures((profiles.data as { _id: string }[])[0]._id)),
       pipelineEntry: await createPipelineEntry(FIXTURE_NAMES.pipelineEntry),
       doomedPipelineEntry: await createPipelineEntry(FIXTURE_NAMES.doomedPipelineEntry),
+      ...(await runFixtures((profiles.data as { _id: string }[])[0]._id)),
     };
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
@@ -1046,7 +1191,9 @@ describe('route access control', () => {
       '%s lists only what the user owns: nothing',
       async (_key, route) => {
         const response = await call(route, bearer(nobody.token));
-        expect([keyOf(route), response.statusCode, response.json()]).toEqual([keyOf(route), 200, { total: 0, data: [] }]);
+        // Cluster lists carry their count as total; the runs list has none.
+        const body = response.json<{ total?: number; data: unknown[] }>();
+        expect([keyOf(route), response.statusCode, body.data, body.total ?? 0]).toEqual([keyOf(route), 200, [], 0]);
       },
     );
   });
