@@ -18,13 +18,14 @@ import { EXECUTION_PROFILE_LIST_QUERY, PROFILE_BINDING_LIST_QUERY } from '../src
 import { type ProfileBindingsRepository } from '../src/execution-profiles/profile-bindings.repository.js';
 import { NAMESPACE_LIST_QUERY } from '../src/namespaces/namespace-list.query.js';
 import { type NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
-import { namespaceFilterOf, narrowedToNamespaces, PIPELINE_ENTRY_LIST_QUERY } from '../src/pipelines/list-queries.js';
+import { namespaceFilterOf, narrowedToNamespaces, PIPELINE_ENTRY_LIST_QUERY, PIPELINE_RUN_LIST_QUERY } from '../src/pipelines/list-queries.js';
 import { type PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
+import { type PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { type AuditRepository } from '../src/rbac/audit.repository.js';
 import { AUDIT_LIST_QUERY, ROLE_BINDING_DELETE_QUERY, ROLE_BINDING_LIST_QUERY, ROLE_LIST_QUERY } from '../src/rbac/list-queries.js';
 import { type RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { type RolesRepository } from '../src/rbac/roles.repository.js';
-import { MILLION, seededEntryTime, seededTime } from './million.js';
+import { MILLION, seededEntryTime, seededRunTime, seededTime } from './million.js';
 
 /**
  * Who a case lists as: everything (an administrator), one namespace and their own items, or the
@@ -43,7 +44,7 @@ export interface Seeded {
   readonly groupId: string;
   readonly memberId: string;
   readonly profileId: string;
-  /** A folder of pipeline entries (folder-42, in seed-ns-02) and a pipeline inside it. */
+  /** A folder of pipeline entries (folder-42, in seed-ns-02) and a pipeline inside it (the first by name, one of those the seeded runs are of). */
   readonly folderId: string;
   readonly pipelineId: string;
 }
@@ -61,6 +62,7 @@ export interface Repositories {
   readonly profiles: ExecutionProfilesRepository;
   readonly profileBindings: ProfileBindingsRepository;
   readonly pipelineEntries: PipelineEntriesRepository;
+  readonly pipelineRuns: PipelineRunsRepository;
 }
 
 export interface ListCase {
@@ -130,6 +132,32 @@ function entries(title: string, raw: (seeded: Seeded) => RawQuery, caller: Calle
   };
 }
 
+const RUN_RECENT = seededRunTime(MILLION.others - 8_640); // the last day of a million runs
+const RUN_EARLY = seededRunTime(100_000);
+
+/**
+ * Pipeline runs as the service lists them: a `namespace` filter is a condition of its own, by the
+ * namespaces' ids (the caller's own runs are narrowed by it too, so it does not narrow the scope).
+ */
+async function listRuns(r: Repositories, query: ReturnType<typeof parseListQuery>, scope: NamespaceScope, callerId: string) {
+  const names = namespaceFilterOf(query);
+  const ids = names && (await r.namespaces.findByNames(names)).map((namespace) => namespace.id);
+  const filtered = { ...query, filters: query.filters.filter((condition) => condition.field !== 'namespace') };
+  return r.pipelineRuns.list(filtered, scope, callerId, ids);
+}
+
+function runs(title: string, raw: (seeded: Seeded) => RawQuery, caller: Caller = 'administrator'): ListCase {
+  return {
+    area: 'pipelines',
+    file: 'pipeline-runs',
+    spec: PIPELINE_RUN_LIST_QUERY,
+    path: `GET /pipelines/runs${title}`,
+    raw,
+    caller,
+    run: (r, q, s, c) => listRuns(r, q, s, c),
+  };
+}
+
 export const CASES: ListCase[] = [
   jobs('', {}),
   jobs('?page[limit]=1000', { 'page[limit]': '1000' }),
@@ -176,6 +204,22 @@ export const CASES: ListCase[] = [
   entries('', () => ({}), 'narrowed'),
   entries('?sort=-_created', () => ({ sort: '-_created' }), 'narrowed'),
   entries('?filter[folderPath][EQ]=/', () => ({ 'filter[folderPath][EQ]': '/' }), 'narrowed'),
+  runs('', () => ({})),
+  runs('?sort=created', () => ({ sort: 'created' })),
+  runs('?filter[state][EQ]=Executing', () => ({ 'filter[state][EQ]': 'Executing' })),
+  runs('?filter[state][IN]=Queued,Executing', () => ({ 'filter[state][IN]': 'Queued,Executing' })),
+  runs('?filter[ownerPrincipal][EQ]=<a user>', (s) => ({ 'filter[ownerPrincipal][EQ]': s.userId })),
+  runs('?filter[pipelineId][EQ]=<a pipeline>', (s) => ({ 'filter[pipelineId][EQ]': s.pipelineId })),
+  runs('?filter[namespace][EQ]=seed-ns-03', () => ({ 'filter[namespace][EQ]': 'seed-ns-03' })),
+  runs('?filter[created][GT]=<last day>', () => ({ 'filter[created][GT]': RUN_RECENT })),
+  runs('?filter[created][LT]=<early>', () => ({ 'filter[created][LT]': RUN_EARLY })),
+  runs('?filter[startedAt][GT]=<last day>', () => ({ 'filter[startedAt][GT]': RUN_RECENT })),
+  runs('?filter[finishedAt][LT]=<early>', () => ({ 'filter[finishedAt][LT]': RUN_EARLY })),
+  runs('?page[offset]=900000', () => ({ 'page[offset]': '900000' })),
+  runs('', () => ({}), 'narrowed'),
+  runs('?sort=created', () => ({ sort: 'created' }), 'narrowed'),
+  runs('?filter[state][EQ]=Executing', () => ({ 'filter[state][EQ]': 'Executing' }), 'narrowed'),
+  runs('?filter[namespace][EQ]=seed-ns-03', () => ({ 'filter[namespace][EQ]': 'seed-ns-03' }), 'narrowed'),
   executions('', () => ({})),
   executions('?page[limit]=1000', () => ({ 'page[limit]': '1000' })),
   executions('?filter[status][EQ]=running', () => ({ 'filter[status][EQ]': 'running' })),

@@ -34,6 +34,7 @@ import { ExecutionProfilesRepository } from '../src/execution-profiles/execution
 import { ProfileBindingsRepository } from '../src/execution-profiles/profile-bindings.repository.js';
 import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
+import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { RolesRepository } from '../src/rbac/roles.repository.js';
@@ -157,6 +158,7 @@ async function main(): Promise<void> {
       profiles: new ExecutionProfilesRepository(dataSource),
       profileBindings: new ProfileBindingsRepository(dataSource),
       pipelineEntries: new PipelineEntriesRepository(dataSource),
+      pipelineRuns: new PipelineRunsRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];
@@ -176,7 +178,12 @@ async function main(): Promise<void> {
       observeListQueries(undefined);
       const who = {
         administrator: '',
-        narrowed: listCase.area === 'cluster' ? ' (a user narrowed to one namespace, who sees their own jobs anywhere)' : ' (a user narrowed to one namespace)',
+        narrowed:
+          listCase.area === 'cluster'
+            ? ' (a user narrowed to one namespace, who sees their own jobs anywhere)'
+            : listCase.file === 'pipeline-runs'
+              ? ' (a user narrowed to one namespace, who sees their own runs anywhere)'
+              : ' (a user narrowed to one namespace)',
         denied: ' (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)',
       }[caller];
       const lines = [`-- ${listCase.path}${who}`];

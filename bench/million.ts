@@ -1,5 +1,5 @@
 // A million jobs and their executions (and a million audit records, users, groups, credentials,
-// role bindings and pipeline entries), seeded by SQL with generate_series into a migrated database: what the list
+// role bindings, pipeline entries and pipeline runs), seeded by SQL with generate_series into a migrated database: what the list
 // benchmark measures and what the committed list-query plans are taken at. Deterministic (fixed
 // names, times and spreads) so that plans and figures compare between runs; only ids are random.
 import pg from 'pg';
@@ -12,7 +12,7 @@ export const SEED_OWNERS = 200;
 
 export interface SeedSize {
   readonly jobs: number;
-  /** Audit records, users, groups, credentials, role bindings and pipeline entries, each. */
+  /** Audit records, users, groups, credentials, role bindings, pipeline entries and pipeline runs, each. */
   readonly others: number;
 }
 
@@ -24,6 +24,15 @@ export const SEED_ENTRY_FOLDER_SHARE = 100;
 /** The seeded creation time of pipeline entry `i` (1-based, folders first), a second apart; modified at twice that. */
 export function seededEntryTime(i: number): string {
   return new Date(Date.parse(SEED_EPOCH) + i * 1000).toISOString();
+}
+
+/** Pipeline runs: owned by the first SEED_RUN_OWNERS seeded users, of SEED_RUN_PIPELINES pipelines (one in ten ad hoc). */
+export const SEED_RUN_OWNERS = 10;
+export const SEED_RUN_PIPELINES = 5;
+
+/** The seeded creation time of pipeline run `i` (1-based), SEED_SPACING_SECONDS apart as the jobs. */
+export function seededRunTime(i: number): string {
+  return seededTime(i);
 }
 
 /** The seeded time of job `i` (1-based), as an ISO date-time. */
@@ -96,6 +105,7 @@ export async function seedMillion(
     );
     if (size.others > 0) await seedOthers(step, size.others);
     if (size.others > 0) await seedPipelineEntries(step, size.others);
+    if (size.others > 0) await seedPipelineRuns(step, size.others);
     if (options.rebuildIndexes) {
       const began = performance.now();
       await rebuild(url, rebuilt);
@@ -117,7 +127,17 @@ export async function seedMillion(
   }
 }
 
-const SEEDED_TABLES = ['cluster_jobs', 'job_executions', 'audit_records', 'users', 'groups', 'role_bindings', 'credentials', 'pipeline_entries'];
+const SEEDED_TABLES = [
+  'cluster_jobs',
+  'job_executions',
+  'audit_records',
+  'users',
+  'groups',
+  'role_bindings',
+  'credentials',
+  'pipeline_entries',
+  'pipeline_runs',
+];
 
 /** Drops the seeded tables' indexes that back no constraint; returns the statements that make them again. */
 async function dropIndexes(client: pg.Client): Promise<string[]> {
@@ -207,6 +227,35 @@ async function seedPipelineEntries(step: (what: string, text: string) => Promise
             '${SEED_EPOCH}'::timestamptz + (${folders} + i) * interval '1 second', '${SEED_EPOCH}'::timestamptz + 2 * (${folders} + i) * interval '1 second'
      FROM generate_series(1, ${n - folders}) i
      JOIN (SELECT id, namespace_id, name, row_number() OVER (ORDER BY created) AS k FROM pipeline_entries WHERE type = 'Folder') f ON f.k = 1 + i % ${folders}`,
+  );
+}
+
+/**
+ * `n` pipeline runs over the seeded namespaces (run `i` in `seed-ns-<i % 20>`), owned by the first
+ * SEED_RUN_OWNERS seeded users (`seed-user-000`...; twenty runs in a row each, so that every owner
+ * has runs in every namespace), of the first SEED_RUN_PIPELINES pipelines of `/folder-42` by name
+ * (what the snapshots' `pipelineId` names) or ad hoc (one in ten). Created SEED_SPACING_SECONDS
+ * apart; 93 % ended (80 Succeeded, 11 Failed, 2 Cancelled: started 5 s and finished a minute after
+ * they were created), 5 % Executing (started), 2 % Queued. They have no nodes: a hub running on the
+ * database would take the unended ones up, so bench/lists.ts, which starts one, seeds no others.
+ */
+async function seedPipelineRuns(step: (what: string, text: string) => Promise<void>, n: number): Promise<void> {
+  await step(
+    `${n} pipeline runs`,
+    `INSERT INTO pipeline_runs (namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, spec, state, created, started_at, finished_at)
+     SELECT ns.ids[1 + i % ${SEED_NAMESPACES}], CASE WHEN i % 10 <> 0 THEN pl.ids[1 + i % ${SEED_RUN_PIPELINES}] END,
+            us.ids[1 + (i / ${SEED_NAMESPACES}) % ${SEED_RUN_OWNERS}], us.names[1 + (i / ${SEED_NAMESPACES}) % ${SEED_RUN_OWNERS}],
+            '00000000-0000-4000-8000-000000000042', '{"nodes":[{"name":"main","task":{"type":"rawexec","command":"true"}}]}'::jsonb, s.state,
+            t, CASE WHEN s.state <> 'Queued' THEN t + interval '5 seconds' END, CASE WHEN s.state NOT IN ('Queued', 'Executing') THEN t + interval '1 minute' END
+     FROM generate_series(1, ${n}) i,
+          LATERAL (SELECT '${SEED_EPOCH}'::timestamptz + i * interval '${SEED_SPACING_SECONDS} seconds' AS t) time,
+          LATERAL (SELECT CASE WHEN i % 100 < 2 THEN 'Queued' WHEN i % 100 < 7 THEN 'Executing' WHEN i % 100 < 9 THEN 'Cancelled'
+                               WHEN i % 100 < 20 THEN 'Failed' ELSE 'Succeeded' END AS state) s,
+          (SELECT array_agg(id ORDER BY name) AS ids FROM namespaces WHERE name LIKE 'seed-ns-%') ns,
+          (SELECT array_agg(id ORDER BY user_name) AS ids, array_agg(user_name ORDER BY user_name) AS names
+             FROM (SELECT id, user_name FROM users WHERE user_name LIKE 'seed-user-%' ORDER BY user_name LIMIT ${SEED_RUN_OWNERS}) u) us,
+          (SELECT array_agg(id ORDER BY name) AS ids
+             FROM (SELECT id, name FROM pipeline_entries WHERE folder_path = '/folder-42' ORDER BY name LIMIT ${SEED_RUN_PIPELINES}) p) pl`,
   );
 }
 

@@ -223,11 +223,23 @@ export class PipelineRunsRepository {
     return rows[0]?.runId ?? null;
   }
 
-  /** Runs in `scope` (and the caller's own, wherever they are), in `namespaceIds` when given; one page, no count. */
+  /**
+   * Runs in `scope` (and the caller's own, wherever they are), in `namespaceIds` when given; one
+   * page, no count. A run starts and finishes after it was created, so a `startedAt` or
+   * `finishedAt` LT bounds `created` too: given as a condition, it lets the walk along the index of
+   * `created` start at that bound instead of at the newest run (PostgreSQL takes the times as
+   * independent and walked 900,000 runs for `finishedAt` LT a date early in a million: 1.2 s
+   * against 0.4 ms). The bound is an hour later than the filter's date, as `created` is the
+   * database's clock and the times the hub's.
+   */
   list(query: ListQuery, scope: NamespaceScope, callerId: string, namespaceIds?: readonly string[]): Promise<RunListRow[]> {
     const qb = this.dataSource.getRepository(PipelineRun).createQueryBuilder('run');
     whereInScopeOrOwned(qb, { namespace: 'run.namespace_id', item: 'run.id' }, scope, 'run.owner_id', callerId);
     if (namespaceIds) qb.andWhere('run.namespace_id = ANY(:namespaceIds)', { namespaceIds });
+    query.filters.forEach((condition, index) => {
+      if ((condition.field === 'startedAt' || condition.field === 'finishedAt') && condition.operator === 'LT')
+        qb.andWhere(`run.created < CAST(:createdBound${index} AS timestamptz) + interval '1 hour'`, { [`createdBound${index}`]: condition.value });
+    });
     return fetchListSlice<PipelineRun, RunListRow>(qb, query, { columns: LIST_COLUMNS, extra: LIST_EXTRA });
   }
 
