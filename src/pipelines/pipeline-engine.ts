@@ -150,7 +150,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       void this.advance(runId);
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
-    if (change.kind === 'ended')
+    if (change.kind === 'ended' && change.ownerId)
       void this.runs
         .runsOverQuota(change.ownerId)
         .then((ids) => Promise.all(ids.map((id) => this.advance(id))))
@@ -177,14 +177,19 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private async pass(runId: string): Promise<void> {
     const before = await this.runs.find(runId);
     if (!before || FINISHED_RUN.has(before.state)) return;
+    // The jobs' attempts are read before the transaction, which holds its one connection and asks
+    // for no other (passes at once, each waiting for a second connection, could exhaust the pool).
+    // A change committed after this read is announced after it, and that asks for another pass.
+    const watched = (await this.runs.nodesOf(runId)).filter((node) => node.jobId && !FINISHED.has(node.state));
+    const latest = await this.cluster.latestAttempts(watched.map((node) => node.jobId as string));
     // Only nodes with inputs or artifacts leave anything to read in their working directories.
     const reads = ((before.spec.nodes ?? []) as RunNodeSpec[]).some((node) => hasFiles(node));
-    const collected = reads ? await this.collectEnded(before, await this.runs.nodesOf(runId)) : new Map<string, Collected>();
+    const collected = reads ? await this.collectEnded(before, watched, latest) : new Map<string, Collected>();
     const outcome = await this.dataSource.transaction(async (manager) => {
       const run = await this.runs.lock(manager, runId);
       if (!run || FINISHED_RUN.has(run.state)) return undefined;
       const nodes = await this.runs.nodesOf(runId, manager);
-      const step = await this.step(run, nodes, collected);
+      const step = this.step(run, nodes, collected, latest);
       await this.runs.saveNodes(manager, step.changed);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
@@ -198,9 +203,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** What ended attempts left: read before the transaction, as copying files takes time. */
-  private async collectEnded(run: RunRow, nodes: readonly NodeRow[]): Promise<Map<string, Collected>> {
-    const watched = nodes.filter((node) => node.jobId && !FINISHED.has(node.state));
-    const latest = await this.cluster.latestAttempts(watched.map((node) => node.jobId as string));
+  private async collectEnded(run: RunRow, watched: readonly NodeRow[], latest: ReadonlyMap<string, LatestAttempt>): Promise<Map<string, Collected>> {
     const collected = new Map<string, Collected>();
     const specs = specsOf(run);
     await Promise.all(
@@ -231,17 +234,17 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * The decisions of one pass, made in memory over the locked run's nodes: starts and ends of
    * attempts, retries that are due, nodes to run and to skip, and the run's end.
    */
-  private async step(
+  private step(
     run: RunRow,
     nodes: NodeRow[],
     collected: ReadonlyMap<string, Collected>,
-  ): Promise<{ changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; again: boolean }> {
+    latest: ReadonlyMap<string, LatestAttempt>,
+  ): { changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; again: boolean } {
     const specs = specsOf(run);
     const changed = new Set<NodeRow>();
     const results: ResultRow[] = [];
     const now = new Date();
     let again = false;
-    const latest = await this.cluster.latestAttempts(nodes.filter((node) => node.jobId && !FINISHED.has(node.state)).map((node) => node.jobId as string));
     const notes = this.placementNotes.get(run.id);
     this.placementNotes.delete(run.id);
     for (const node of nodes) {

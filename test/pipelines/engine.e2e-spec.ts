@@ -1,5 +1,9 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
+import { HubConfig } from '../../src/common/config/hub-config.js';
+import { RunRetention } from '../../src/pipelines/run-retention.js';
 import { poll } from '../support/poll.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
@@ -106,6 +110,26 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       await other.close();
     }
   }, 90_000);
+
+  it('prunes a run that ended more than HUB_RUN_RETENTION_DAYS ago, with its logs and results, and keeps the others', async () => {
+    const old = await runOn(hub, [{ ...node('kept', 'echo x > out.txt'), outputs: { artifacts: { out: { path: 'out.txt' } } } }]);
+    await ended(hub, old);
+    const running = await runOn(hub, [node('long', 'sleep 20')]);
+    await poll(
+      () => hub.inject({ method: 'GET', url: `${RUNS}/${old}/nodes/kept/logs/stdout`, headers: bearer(hub.adminToken) }),
+      (response) => response.statusCode === 200,
+      'the logs',
+    );
+    const retention = hub.app.get(RunRetention);
+    expect(await retention.prune(Date.now() + 29 * 24 * 3600_000)).toBe(0);
+    // This one and the runs of the specs before it, all ended.
+    expect(await retention.prune(Date.now() + 31 * 24 * 3600_000)).toBeGreaterThanOrEqual(1);
+    const gone = await hub.inject({ method: 'GET', url: `${RUNS}/${old}`, headers: bearer(hub.adminToken) });
+    expect(gone.statusCode).toBe(404);
+    expect(existsSync(join(hub.app.get(HubConfig).sharedDir, 'results', 'runs', old))).toBe(false);
+    expect((await hub.inject({ method: 'GET', url: `${RUNS}/${running}`, headers: bearer(hub.adminToken) })).statusCode).toBe(200);
+    await hub.inject({ method: 'POST', url: `${RUNS}/${running}/cancel`, headers: bearer(hub.adminToken) });
+  }, 60_000);
 
   it('goes on with a run after its hub restarts mid-run: nothing left Running, no node started twice', async () => {
     const id = await runOn(hub, [node('first', 'sleep 1', ['second']), node('second', 'true', ['third']), node('third', 'true')]);
