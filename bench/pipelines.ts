@@ -106,6 +106,30 @@ const at = (time: string | undefined, what: string): number => {
   return Date.parse(time);
 };
 
+/** When the engine decided to submit a node's job: its first `Queued` event (made in the pass that decided it, before its commit). */
+const queuedAt = (node: NodeStatus): number => at(node.events.find((e) => e.type === 'Queued')?.time, 'Queued event');
+
+/**
+ * Milliseconds of CPU PostgreSQL's backends serving `database` have used, by pid (/proc, so only
+ * with PostgreSQL on this machine; empty otherwise): the hub's pool, its change feed. `db` is left
+ * out, being the benchmark's own connection.
+ */
+async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<number, number>> {
+  const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows;
+  const used = new Map<number, number>();
+  for (const { pid } of pids)
+    try {
+      used.set(pid, cpuMsOf(pid));
+    } catch {
+      // Gone, or not on this machine.
+    }
+  return used;
+}
+
+/** CPU used between two readings of backendsCpuMs (a backend that came meanwhile counts from 0; one that left is lost). */
+const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
+  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
+
 async function main(): Promise<void> {
   const loadAtStart = loadavg().map((value) => round(value, 2));
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
@@ -134,6 +158,8 @@ async function main(): Promise<void> {
   const runToStarted: number[] = [];
   const runReply: number[] = [];
   const runEnded: number[] = [];
+  const runToQueued: number[] = [];
+  const queuedToStarted: number[] = [];
   const jobToStarted: number[] = [];
   const jobReply: number[] = [];
   for (let i = -WARM_UPS; i < LATENCY_RUNS; i += 1) {
@@ -147,6 +173,8 @@ async function main(): Promise<void> {
     if (i < 0) continue;
     runToStarted.push(at(run.status.nodeStatus.only.startedAt, 'startedAt') - run.sent);
     runReply.push(run.replyMs);
+    runToQueued.push(queuedAt(run.status.nodeStatus.only) - run.sent);
+    queuedToStarted.push(at(run.status.nodeStatus.only.startedAt, 'startedAt') - queuedAt(run.status.nodeStatus.only));
     runEnded.push(at(run.status.finishedAt, 'finishedAt') - at(run.status.nodeStatus.only.finishedAt, 'node finishedAt'));
     jobToStarted.push(at(done.taskStates.main.startedAt, 'startedAt') - sent);
     jobReply.push(replied - sent);
@@ -158,6 +186,8 @@ async function main(): Promise<void> {
   const linearTotals: number[] = [];
   const linearPerNode: number[] = [];
   const gaps: number[] = [];
+  const gapDecide: number[] = [];
+  const gapLaunch: number[] = [];
   const nodeOwn: number[] = [];
   const linearRuns: { sent: number; status: RunStatus }[] = [];
   for (let r = 0; r < LINEAR_RUNS; r += 1) {
@@ -168,7 +198,11 @@ async function main(): Promise<void> {
     for (let i = 0; i < LINEAR_NODES; i += 1) {
       const node = run.status.nodeStatus[`n${i}`];
       nodeOwn.push(at(node.finishedAt, 'finishedAt') - at(node.startedAt, 'startedAt'));
-      if (i + 1 < LINEAR_NODES) gaps.push(at(run.status.nodeStatus[`n${i + 1}`].startedAt, 'startedAt') - at(node.finishedAt, 'finishedAt'));
+      if (i + 1 === LINEAR_NODES) continue;
+      const next = run.status.nodeStatus[`n${i + 1}`];
+      gaps.push(at(next.startedAt, 'startedAt') - at(node.finishedAt, 'finishedAt'));
+      gapDecide.push(queuedAt(next) - at(node.finishedAt, 'finishedAt'));
+      gapLaunch.push(at(next.startedAt, 'startedAt') - queuedAt(next));
     }
   }
   const directLinearAfter = await spawnDirectly(LINEAR_NODES, 1, 'true');
@@ -183,6 +217,9 @@ async function main(): Promise<void> {
   const fanned = Array.from({ length: FANOUT }, (_, i) => `f${i}`);
   const fan = [trueNode('start', fanned), ...fanned.map((name) => trueNode(name, ['join'])), trueNode('join')];
   const directFanBefore = await timedWithCpu(fan.length, () => spawnDirectly(fan.length, SLOTS, 'true'));
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  const backendsBefore = await backendsCpuMs(db, DATABASE);
   const hubCpuBefore = cpuMsOf(pid);
   let fanRun: Awaited<ReturnType<typeof runPipeline>> | undefined;
   const fanTimed = await timedWithCpu(fan.length, async () => {
@@ -190,6 +227,8 @@ async function main(): Promise<void> {
     return (at(fanRun.status.finishedAt, 'finishedAt') - fanRun.sent) / 1000;
   });
   const hubCpuMsPerNode = (cpuMsOf(pid) - hubCpuBefore) / fan.length;
+  const backendsAfter = await backendsCpuMs(db, DATABASE);
+  const postgresCpuMsPerNode = backendsAfter.size > 0 ? cpuBetween(backendsBefore, backendsAfter) / fan.length : undefined;
   const directFanAfter = await timedWithCpu(fan.length, () => spawnDirectly(fan.length, SLOTS, 'true'));
   const fanStatus = (fanRun as NonNullable<typeof fanRun>).status;
   const fanNodes = Object.entries(fanStatus.nodeStatus);
@@ -207,8 +246,6 @@ async function main(): Promise<void> {
   const joinStarted = at(fanStatus.nodeStatus.join.startedAt, 'startedAt');
 
   // Once each: the database's record of every execution of the whole run.
-  const db = new pg.Client({ connectionString: databaseUrl });
-  await db.connect();
   const [{ twice, never }] = (
     await db.query<{ twice: number; never: number }>(
       `SELECT count(*) FILTER (WHERE starts > 1)::int AS twice, count(*) FILTER (WHERE status IN ('completed', 'failed', 'lost') AND starts = 0)::int AS never
@@ -232,6 +269,9 @@ async function main(): Promise<void> {
       overheadP50Ms: round(p(runToStarted, 0.5) - p(jobToStarted, 0.5)),
       // From the node's process's end to the run's finishedAt, as the engine recorded them.
       nodeEndToRunEndP50Ms: p(runEnded, 0.5),
+      // Where the time goes: submit sent → the engine's decision (the node's Queued event) → its process started.
+      toQueuedP50Ms: p(runToQueued, 0.5),
+      queuedToStartedP50Ms: p(queuedToStarted, 0.5),
     },
     linear: {
       nodes: LINEAR_NODES,
@@ -243,6 +283,9 @@ async function main(): Promise<void> {
       perNodeOverheadMedianMs: round(sorted(linearPerNode)[Math.floor(linearPerNode.length / 2)], 2),
       gapP50Ms: p(gaps, 0.5),
       gapMaxMs: round(Math.max(...gaps)),
+      // A gap split: a node's end → the engine's decision to submit the next (its Queued event) → the next's process started.
+      gapDecideP50Ms: p(gapDecide, 0.5),
+      gapLaunchP50Ms: p(gapLaunch, 0.5),
       nodeOwnP50Ms: p(nodeOwn, 0.5),
       submitToFirstStartedMs: firstStarted.map((value) => round(value)),
       lastEndToRunEndMs: lastToRunEnd.map((value) => round(value)),
@@ -258,6 +301,7 @@ async function main(): Promise<void> {
       cpuMsPerNode: fanTimed.cpuMsPerJob === undefined ? undefined : round(fanTimed.cpuMsPerJob, 2),
       directCpuMsPerNode: directFanCpu === undefined ? undefined : round(directFanCpu, 2),
       hubCpuMsPerNode: round(hubCpuMsPerNode, 2),
+      postgresCpuMsPerNode: postgresCpuMsPerNode === undefined ? undefined : round(postgresCpuMsPerNode, 2),
       state: fanStatus.state,
       startedOnce,
       failedNodes,
@@ -272,9 +316,9 @@ async function main(): Promise<void> {
   const { submitToStarted: s, linear: l, fanOut: f } = results;
   console.log(
     `pipelines (${cpus().length} CPUs, load ${loadAtStart[0]} at start, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→first node started p50 ${s.pipeline.p50Ms} ms p99 ${s.pipeline.p99Ms} ms` +
-      ` (reply p50 ${s.pipeline.replyP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
-      ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms, a node's own p50 ${l.nodeOwnP50Ms} ms` +
-      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota)` +
+      ` (reply p50 ${s.pipeline.replyP50Ms} ms, decided p50 ${s.toQueuedP50Ms} ms, decided → started p50 ${s.queuedToStartedP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
+      ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
+      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms)` +
       ` ${f.state}, started once ${f.startedOnce}/${f.nodes}, failed ${f.failedNodes} | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );
 }
