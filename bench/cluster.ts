@@ -17,15 +17,28 @@
 // settledDisk). Prints one line of figures. BENCH_SLURM=1 (a cluster from scripts/slurm-up.sh
 // running) adds the slurm driver's figures on a second line. Uses BENCH_DATABASE_URL (default:
 // this machine's PostgreSQL), where it recreates hub_bench_cluster.
-import { spawn } from 'node:child_process';
-import { Agent, request as httpRequest } from 'node:http';
-import { once } from 'node:events';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { rssMiB, startNode, stop, type Started } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, percentile, writeResults } from './support.js';
+import { rssMiB, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
+import {
+  ADMIN_PASSWORD,
+  clientOf,
+  dropDatabase,
+  freshDatabase,
+  HUB,
+  login,
+  nowMs,
+  percentile,
+  percentileOf as p,
+  round,
+  settledDisk,
+  sleep,
+  writeResults,
+  type Client,
+  type Job,
+} from './support.js';
 
 const DATABASE = 'hub_bench_cluster';
 const SLOTS = 2;
@@ -35,91 +48,6 @@ const SUBMITTERS = 10;
 const QUEUE = Number(process.env.BENCH_QUEUE ?? 10_000);
 const MEMORY_JOBS = Number(process.env.BENCH_MEMORY_JOBS ?? 5_000);
 const REFILLS = 7;
-/** A file made in the data directory costs about 30 µs of CPU on this machine's disk at rest; up to 600 right after many were removed. */
-const DISK_SETTLED_MICROS = 100;
-const DISK_SETTLE_MAX_S = 600;
-
-const round = (value: number, places = 1) => Math.round(value * 10 ** places) / 10 ** places;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Wall-clock milliseconds with sub-millisecond precision, comparable with the hub's ISO times (one host). */
-const nowMs = () => performance.timeOrigin + performance.now();
-
-interface Job {
-  id: string;
-}
-interface Execution {
-  id: string;
-  status: string;
-  taskStates: { main: { startedAt?: string; finishedAt?: string } };
-}
-
-/**
- * The hub's API as the benchmark's clients call it, through `node:http` on kept-alive connections
- * (`fetch` cost the client 1.1 to 1.4 ms of CPU per request here, on the two CPUs the hub and
- * PostgreSQL share); counts 5xx replies.
- */
-function clientOf(hub: Started, token: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
-  let serverErrors = 0;
-  const api = <T>(method: string, path: string, body?: unknown): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const request = httpRequest(
-        `${hub.url}/api/v2/${path}`,
-        {
-          method,
-          agent,
-          headers: {
-            authorization: `Bearer ${token}`,
-            ...(payload !== undefined && { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-          },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => {
-            const status = response.statusCode ?? 0;
-            const text = Buffer.concat(chunks).toString('utf8');
-            if (status >= 500) serverErrors += 1;
-            if (status < 200 || status >= 300) reject(new Error(`${method} ${path}: ${status} ${text}`));
-            else resolve(JSON.parse(text) as T);
-          });
-          response.on('error', reject);
-        },
-      );
-      request.on('error', reject);
-      request.end(payload);
-    });
-  let profileId = '';
-  const client = {
-    api,
-    serverErrors: () => serverErrors,
-    async init() {
-      profileId = (await api<{ data: { _id: string }[] }>('GET', 'execution-profiles/execprofiles?filter[name][EQ]=Standard')).data[0]._id;
-    },
-    submit: (name: string, command: string, args: string[] = [], priority?: number) =>
-      api<Job>('POST', 'cluster/jobs', { name, namespace: 'default', executionProfileId: profileId, priority, task: { command, args } }),
-    executionOf: async (jobId: string) => (await api<{ data: { id: string }[] }>('GET', `cluster/executions?filter[jobId][EQ]=${jobId}`)).data[0].id,
-    execution: (id: string) => api<Execution>('GET', `cluster/executions/${id}`),
-    until: async (id: string, done: (execution: Execution) => boolean, everyMs = 2): Promise<Execution> => {
-      for (;;) {
-        const execution = await client.execution(id);
-        if (done(execution)) return execution;
-        await sleep(everyMs);
-      }
-    },
-    unfinished: async () => (await api<{ total: number }>('GET', 'cluster/jobs?filter[status][IN]=pending,running&page[limit]=1')).total,
-    /** When the hub recorded the last end of an execution (its `modifiedTime`), in epoch milliseconds. */
-    lastRecordedEnd: async () =>
-      Date.parse(
-        (await api<{ data: { modifiedTime: string }[] }>('GET', 'cluster/executions?filter[status][IN]=completed,failed,lost&sort=-modifiedTime&page[limit]=1'))
-          .data[0].modifiedTime,
-      ),
-    completed: async () => (await api<{ total: number }>('GET', 'cluster/executions?filter[status][EQ]=completed&page[limit]=1')).total,
-  };
-  return client;
-}
-type Client = ReturnType<typeof clientOf>;
 
 /** `count` runs of `submit` by `clients` concurrent submitters; the replies' times, and the seconds from the first to the last reply. */
 async function submitConcurrently(
@@ -142,47 +70,6 @@ async function submitConcurrently(
   );
   return { seconds: (nowMs() - began) / 1000, replies };
 }
-
-/**
- * Milliseconds of CPU the whole machine has spent busy (user, system and interrupts, from
- * /proc/stat; undefined elsewhere): what a run costs, whatever else it waits on.
- */
-function machineBusyMs(): number | undefined {
-  try {
-    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    return ((user + nice + system + irq + softirq) * 1000) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
-/** What `run` took in seconds, and the machine's busy CPU per job in milliseconds over it. */
-async function timedWithCpu(jobs: number, run: () => Promise<number>): Promise<{ seconds: number; cpuMsPerJob?: number }> {
-  const busyBefore = machineBusyMs();
-  const seconds = await run();
-  const busyAfter = machineBusyMs();
-  return { seconds, ...(busyBefore !== undefined && busyAfter !== undefined && { cpuMsPerJob: (busyAfter - busyBefore) / jobs }) };
-}
-
-/** The same processes spawned directly from Node, `slots` at a time. */
-async function spawnDirectly(count: number, slots: number, command: string): Promise<number> {
-  let next = 0;
-  const began = nowMs();
-  await Promise.all(
-    Array.from({ length: slots }, async () => {
-      while (next++ < count) await once(spawn(command, [], { stdio: 'ignore' }), 'exit');
-    }),
-  );
-  return (nowMs() - began) / 1000;
-}
-
-const p = (values: number[], fraction: number) =>
-  round(
-    percentile(
-      [...values].sort((a, b) => a - b),
-      fraction,
-    ),
-  );
 
 /** Whether an execution's launch is prepared: its task's init waits at its gate (its command line names the execution, and `gated`). */
 function waitsAtGate(executionId: string): boolean {
@@ -269,41 +156,6 @@ async function slurmFigures(): Promise<{
     return { p50Ms: percentile(values, 0.5), maxMs: values.at(-1) as number };
   };
   return { jobs: SLURM_JOBS, toRunning: figures(toRunning), toCompleted: figures(toCompleted), allDoneSeconds };
-}
-
-/**
- * Microseconds of CPU one file or directory made in `dir` costs, over the layout of a thousand
- * executions (a directory, two below it, three files; kept: removing them would slow the next
- * files made). Fewer would all land in one block group, which says nothing of the others.
- */
-function microsPerFileMade(dir: string): number {
-  const probe = mkdtempSync(join(dir, 'disk-probe-'));
-  const before = process.cpuUsage();
-  for (let index = 0; index < 1000; index += 1) {
-    const execution = join(probe, String(index));
-    for (const made of [execution, join(execution, 'work'), join(execution, 'logs')]) mkdirSync(made);
-    for (const file of ['logs/stdout', 'logs/stderr', 'exit-code']) writeFileSync(join(execution, file), '');
-  }
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 6000;
-}
-
-/**
- * Waits (up to DISK_SETTLE_MAX_S) until making a file in the data directory costs what it does on
- * a disk at rest. On ext4 without a journal, as on the benchmark's machine, every file made skips
- * each inode deleted in the last one to six minutes, reading it: right after a run that removed
- * its directories (tens of thousands of files), or a test run, each of a job's files cost up to
- * 0.6 ms of CPU instead of 0.03, and the 500 jobs a third more. Resolves with the seconds waited
- * and the last cost measured.
- */
-async function settledDisk(dir: string): Promise<{ waitedSeconds: number; microsPerFile: number }> {
-  const began = nowMs();
-  let micros = microsPerFileMade(dir);
-  while (micros > DISK_SETTLED_MICROS && nowMs() - began < DISK_SETTLE_MAX_S * 1000) {
-    await sleep(15_000);
-    micros = microsPerFileMade(dir);
-  }
-  return { waitedSeconds: Math.round((nowMs() - began) / 1000), microsPerFile: Math.round(micros) };
 }
 
 async function main(): Promise<void> {

@@ -52,3 +52,45 @@ export function rssMiB(pid: number): number {
   const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
   return Math.round((kib / 1024) * 10) / 10;
 }
+
+/**
+ * Milliseconds of CPU the whole machine has spent busy (user, system and interrupts, from
+ * /proc/stat; undefined elsewhere): what a run costs, whatever else it waits on.
+ */
+function machineBusyMs(): number | undefined {
+  try {
+    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return ((user + nice + system + irq + softirq) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `run` took in seconds, and the machine's busy CPU per job in milliseconds over it. */
+export async function timedWithCpu(jobs: number, run: () => Promise<number>): Promise<{ seconds: number; cpuMsPerJob?: number }> {
+  const busyBefore = machineBusyMs();
+  const seconds = await run();
+  const busyAfter = machineBusyMs();
+  return { seconds, ...(busyBefore !== undefined && busyAfter !== undefined && { cpuMsPerJob: (busyAfter - busyBefore) / jobs }) };
+}
+
+/** The same processes spawned directly from Node, `slots` at a time. */
+export async function spawnDirectly(count: number, slots: number, command: string): Promise<number> {
+  let next = 0;
+  const began = performance.now();
+  await Promise.all(
+    Array.from({ length: slots }, async () => {
+      while (next++ < count) await once(spawn(command, [], { stdio: 'ignore' }), 'exit');
+    }),
+  );
+  return (performance.now() - began) / 1000;
+}
+
+/** Milliseconds of CPU a process has used (user and system, from /proc/<pid>/stat; Linux). */
+export function cpuMsOf(pid: number): number {
+  // The fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
