@@ -480,9 +480,9 @@ export class ClusterRepository {
   }
 
   /** The latest execution (attempt) of each of `jobIds`, with how many it has: what an engine watching its workloads reads. */
-  latestAttempts(jobIds: readonly string[]): Promise<LatestAttemptRow[]> {
+  latestAttempts(jobIds: readonly string[], manager: EntityManager = this.dataSource.manager): Promise<LatestAttemptRow[]> {
     if (jobIds.length === 0) return Promise.resolve([]);
-    return this.dataSource.query(
+    return manager.query(
       `SELECT DISTINCT ON (e.job_id) e.job_id AS "jobId", e.id AS "executionId", e.status, e.exit_code AS "exitCode", e.task_state AS "taskState",
               count(*) OVER (PARTITION BY e.job_id)::int AS attempts
        FROM job_executions e WHERE e.job_id = ANY($1::uuid[]) ORDER BY e.job_id, e.created DESC, e.id DESC`,

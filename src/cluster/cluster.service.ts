@@ -1,6 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { InvalidInputError, NotFoundError, TooManyRequestsError, type FieldError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
@@ -307,10 +308,11 @@ export class ClusterService {
   /**
    * The latest execution (attempt) of each job, by job id, with its number (1 for the first): what
    * an engine that runs workloads reads when an execution change is announced, or when it
-   * reconciles, rather than polling.
+   * reconciles, rather than polling. Read in the caller's transaction when it gives its manager
+   * (one connection for a whole step, so that steps at once cannot exhaust the pool).
    */
-  async latestAttempts(jobIds: readonly string[]): Promise<Map<string, LatestAttempt>> {
-    const rows = await this.cluster.latestAttempts(jobIds);
+  async latestAttempts(jobIds: readonly string[], manager?: EntityManager): Promise<Map<string, LatestAttempt>> {
+    const rows = await this.cluster.latestAttempts(jobIds, manager);
     return new Map(
       rows.map((row) => {
         const events = row.taskState.events;

@@ -171,9 +171,11 @@ export class FilesCopiedOut implements OnModuleInit {
 
   /**
    * Copies the execution's task logs (stdout, stderr) under `destination`; a log over
-   * HUB_RESULT_MAX_BYTES keeps its LAST HUB_RESULT_MAX_BYTES bytes and says truncated. A log never
-   * written is stored empty; so is one the job made other than a regular file of the log
-   * directory's owner (on Slurm the job owns that directory), which the hub's log says.
+   * HUB_RESULT_MAX_BYTES keeps its LAST HUB_RESULT_MAX_BYTES bytes and says truncated. An empty
+   * log, or one never written, is not written to the store (its key then holds nothing, which
+   * readers take as empty): most tasks of a pipeline print nothing on one of them, and a stored
+   * file costs a directory, a file and an fsync. So is one the job made other than a regular file
+   * of the log directory's owner (on Slurm the job owns that directory), which the hub's log says.
    */
   async copyLogs(executionId: string, destination: string): Promise<CopiedLog[]> {
     const prefix = checkedKey(destination);
@@ -187,10 +189,16 @@ export class FilesCopiedOut implements OnModuleInit {
         source = logs && (await this.openConfined(logs, name, `log '${name}'`, 'the log directory'));
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
-        if (!error.missing) this.logger.warn({ executionId, log: name, reason: error.reason }, 'A log of an execution is not read: it is stored empty');
+        if (!error.missing) this.logger.warn({ executionId, log: name, reason: error.reason }, 'A log of an execution is not read: it is kept as empty');
       }
       try {
         const size = source ? (await source.stat()).size : 0;
+        if (size === 0) {
+          // Nothing to keep: whatever an earlier copy stored under the key goes, so that it reads as this log.
+          await rm(join(this.root, key), { force: true });
+          copied.push({ name, size: 0, key, truncated: false });
+          continue;
+        }
         const kept = Math.min(size, this.maxBytes);
         // The last `kept` bytes as the log was when looked at; what the task adds after (it has ended, as a rule) is cut.
         const stored = await this.write(key, source, size - kept, kept, 'cut');

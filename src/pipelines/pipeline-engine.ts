@@ -4,6 +4,7 @@ import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/executi
 import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, type CopiedFile } from '../cluster/files-copied-out.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
+import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import type { NodeState } from './dto/pipeline-run.dto.js';
 import { attemptsOf, FETCH_FAILED_EXIT, INPUTS_FILE, nodeCommand, parseInputNotes, redactedRepo, type InputNote, type RunNodeSpec } from './node-launch.js';
@@ -15,6 +16,8 @@ const KEY_PREFIX = 'pipeline-run:';
 /** Runs advanced at once by this hub: each holds a connection, and a cluster call may need another. */
 const CONCURRENT_ADVANCES = 4;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+/** Submissions and retries a pass asks of the cluster at once. */
+const ASKS_AT_ONCE = 8;
 
 export function workloadKeyOf(runId: string, node: string): string {
   return `${KEY_PREFIX}${runId}:${node}`;
@@ -49,6 +52,14 @@ interface Collected {
   readonly artifacts: CopiedFile[];
 }
 
+/** What the next pass of a run is asked to read and do (see PipelineEngine.advance). */
+interface PassRequest {
+  again: boolean;
+  jobs: Set<string> | 'all';
+  retryWaiting: boolean;
+  done: Promise<void>;
+}
+
 /** Nodes whose attempt the cluster must be asked for, once the transaction that decided it committed. */
 interface ClusterWork {
   readonly submit: NodeRow[];
@@ -69,7 +80,7 @@ interface ClusterWork {
 export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('PipelineEngine');
   /** Runs being advanced here, and whether another pass was asked for meanwhile. */
-  private readonly advancing = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly advancing = new Map<string, PassRequest>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly storingLogs = new Set<string>();
   /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
@@ -103,29 +114,43 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Advances every run not ended: at start, and when changes may have been missed. */
   async reconcile(): Promise<void> {
     try {
-      await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id)));
+      await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id, { retryWaiting: true })));
     } catch (error) {
       this.logger.error(`Reconciling pipeline runs failed: ${(error as Error).message}`);
     }
   }
 
-  /** Advances a run now, or once more after the pass under way here (passes of one run never overlap in a hub). */
-  advance(runId: string): Promise<void> {
+  /**
+   * Advances a run now, or once more after the pass under way here (passes of one run never
+   * overlap in a hub). `reason` narrows what the pass reads of the cluster: the attempts of the job
+   * whose change was announced (others' are read when an announcement of theirs comes), or all
+   * of them; and whether nodes waiting for the owner's quota are asked for again.
+   */
+  advance(runId: string, reason: { readonly jobId?: string; readonly retryWaiting?: boolean } = {}): Promise<void> {
     const current = this.advancing.get(runId);
+    const wanted = (entry: PassRequest) => {
+      entry.again = true;
+      if (reason.jobId === undefined) entry.jobs = 'all';
+      else if (entry.jobs !== 'all') entry.jobs.add(reason.jobId);
+      entry.retryWaiting ||= reason.retryWaiting === true;
+    };
     if (current) {
-      current.again = true;
+      wanted(current);
       return current.done;
     }
-    const entry = { again: false, done: Promise.resolve() };
+    const entry: PassRequest = { again: false, jobs: new Set(), retryWaiting: false, done: Promise.resolve() };
+    wanted(entry);
     entry.done = (async () => {
       try {
-        do {
+        while (entry.again && !this.stopped) {
+          const request = { jobs: entry.jobs, retryWaiting: entry.retryWaiting };
           entry.again = false;
-          if (this.stopped) return;
-          await this.withSlot(() => this.pass(runId)).catch((error: unknown) =>
+          entry.jobs = new Set();
+          entry.retryWaiting = false;
+          await this.withSlot(() => this.pass(runId, request)).catch((error: unknown) =>
             this.logger.error(`Advancing pipeline run ${runId} failed: ${(error as Error).stack ?? String(error)}`),
           );
-        } while (entry.again);
+        }
       } finally {
         this.advancing.delete(runId);
       }
@@ -147,13 +172,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         notes.set(node, change.message);
         this.placementNotes.set(runId, notes);
       }
-      void this.advance(runId);
+      void this.advance(runId, { jobId: change.jobId });
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
     if (change.kind === 'ended' && change.ownerId)
       void this.runs
         .runsOverQuota(change.ownerId)
-        .then((ids) => Promise.all(ids.map((id) => this.advance(id))))
+        .then((ids) => Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true }))))
         .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
   }
 
@@ -174,32 +199,40 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * working directories (input notes, artifacts); then decide under the run's lock; then ask the
    * cluster for what was decided.
    */
-  private async pass(runId: string): Promise<void> {
-    const before = await this.runs.find(runId);
-    if (!before || FINISHED_RUN.has(before.state)) return;
-    // The jobs' attempts are read before the transaction, which holds its one connection and asks
-    // for no other (passes at once, each waiting for a second connection, could exhaust the pool).
-    // A change committed after this read is announced after it, and that asks for another pass.
-    const watched = (await this.runs.nodesOf(runId)).filter((node) => node.jobId && !FINISHED.has(node.state));
-    const latest = await this.cluster.latestAttempts(watched.map((node) => node.jobId as string));
-    // Only nodes with inputs or artifacts leave anything to read in their working directories.
-    const reads = ((before.spec.nodes ?? []) as RunNodeSpec[]).some((node) => hasFiles(node));
-    const collected = reads ? await this.collectEnded(before, watched, latest) : new Map<string, Collected>();
+  private async pass(
+    runId: string,
+    request: { readonly jobs: ReadonlySet<string> | 'all'; readonly retryWaiting: boolean },
+    collected: ReadonlyMap<string, Collected> = new Map(),
+  ): Promise<void> {
+    // One transaction on one connection: the jobs' attempts are read in it too (passes at once,
+    // each holding a connection and waiting for another, could exhaust the pool). Nodes are read
+    // without their events, which a pass only appends to.
     const outcome = await this.dataSource.transaction(async (manager) => {
       const run = await this.runs.lock(manager, runId);
       if (!run || FINISHED_RUN.has(run.state)) return undefined;
-      const nodes = await this.runs.nodesOf(runId, manager);
+      const nodes = await this.runs.nodesOf(runId, manager, false);
+      const jobs = nodes
+        .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId)))
+        .map((node) => node.jobId as string);
+      const latest = await this.cluster.latestAttempts(jobs, manager);
       const step = this.step(run, nodes, collected, latest);
       await this.runs.saveNodes(manager, step.changed);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
-      return { run, nodes, work: step.work, again: step.again };
+      return { run, nodes, latest, work: step.work, unread: step.unread };
     });
     if (!outcome) return;
     this.armTimers(outcome.run, outcome.nodes);
     for (const node of outcome.nodes) if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node);
-    await this.askCluster(outcome.run, outcome.work);
-    if (outcome.again) void this.advance(runId);
+    await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
+    // Nodes that ended leaving files to read (input notes, artifacts): read outside any
+    // transaction, as copying takes time, then settled by another pass.
+    if (outcome.unread.length > 0)
+      await this.pass(
+        runId,
+        { jobs: new Set(outcome.unread.map((node) => node.jobId as string)), retryWaiting: false },
+        await this.collectEnded(outcome.run, outcome.unread, outcome.latest),
+      );
   }
 
   /** What ended attempts left: read before the transaction, as copying files takes time. */
@@ -239,12 +272,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     nodes: NodeRow[],
     collected: ReadonlyMap<string, Collected>,
     latest: ReadonlyMap<string, LatestAttempt>,
-  ): { changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; again: boolean } {
+  ): { changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; unread: NodeRow[] } {
     const specs = specsOf(run);
     const changed = new Set<NodeRow>();
     const results: ResultRow[] = [];
     const now = new Date();
-    let again = false;
+    const unread: NodeRow[] = [];
     const notes = this.placementNotes.get(run.id);
     this.placementNotes.delete(run.id);
     for (const node of nodes) {
@@ -257,6 +290,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       if (FINISHED.has(node.state) || !attempt || attempt.attempt !== node.attempt) continue;
+      // A retry the quota had held back exists now.
+      if (node.overQuota) {
+        node.overQuota = false;
+        changed.add(node);
+      }
       if (node.state === 'Waiting' && attempt.startedAt) {
         node.state = 'Running';
         node.executionId = attempt.executionId;
@@ -269,8 +307,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       if (!attempt.finishedAt) continue;
       const found = collected.get(node.name);
       if (found?.attempt !== node.attempt && hasFiles(spec)) {
-        // Ended after this pass read the working directories: the next pass reads it.
-        again = true;
+        unread.push(node);
         continue;
       }
       this.settle(node, spec, attempt, found, tag, results);
@@ -308,7 +345,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       return node.state === 'Waiting' && node.jobId && node.attempt > 1 && !node.retryAt && (attempt?.attempt ?? 0) < node.attempt;
     });
-    return { changed: [...changed], results, run: runChange, work: { submit, retry }, again };
+    return { changed: [...changed], results, run: runChange, work: { submit, retry }, unread };
   }
 
   /** Records how an attempt ended: a retry to come, or the node's end with its results. */
@@ -392,51 +429,65 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Asks the cluster for the attempts decided: new jobs by workload key, retries by attempt number. */
-  private async askCluster(run: RunRow, work: ClusterWork): Promise<void> {
-    if (work.submit.length === 0 && work.retry.length === 0) return;
+  /**
+   * Asks the cluster for the attempts decided: new jobs by workload key, retries by attempt number,
+   * a few at a time in the nodes' order. Nodes waiting for room in the owner's quota are asked for
+   * only when room may have come (`retryWaiting`: one of the owner's jobs ended, or the hub
+   * reconciles); once the quota refuses one, the rest wait without being asked, so that a fan-out
+   * past the quota costs one refusal per pass rather than one per node.
+   */
+  private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<void> {
+    const asks = [
+      ...work.submit.filter((node) => !node.overQuota).map((node) => ({ node, retry: false })),
+      ...work.retry.filter((node) => !node.overQuota).map((node) => ({ node, retry: true })),
+      ...(retryWaiting ? [...work.submit, ...work.retry].filter((node) => node.overQuota).map((node) => ({ node, retry: node.jobId !== null })) : []),
+    ];
+    if (asks.length === 0) return;
     const profile = await this.profiles.find(run.executionProfileId);
     const failures: { node: NodeRow; message: string }[] = [];
     const overQuota: { node: NodeRow; message: string }[] = [];
-    const specs = specsOf(run);
-    await Promise.all([
-      ...work.submit.map(async (node) => {
-        const spec = specs.get(node.name) as RunNodeSpec;
-        try {
-          if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
-          const { command, args } = nodeCommand(spec);
-          const job = await this.cluster.run({
-            name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
-            type: 'batch',
-            namespace: { id: run.namespaceId, name: run.namespaceName },
-            profile,
-            owner: { id: run.ownerId, name: run.ownerName },
-            key: workloadKeyOf(run.id, node.name),
-            task: {
-              name: node.name,
-              command,
-              args,
-              envVars: [...run.environment, ...(spec.task?.envVars ?? []), { name: 'HUB_RUN_ID', value: run.id }, { name: 'HUB_NODE_NAME', value: node.name }],
-            },
-            properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
-          });
-          await this.runs.setJob(run.id, node.name, job.id);
-          // Cancelled while the job was being made: cancel may have looked for it before it existed.
-          if (await this.runs.hasEnded(run.id)) await this.cluster.stopWorkload(job.id, `Pipeline run ${run.id} has ended`);
-        } catch (error) {
-          if (error instanceof TooManyRequestsError) overQuota.push({ node, message: error.message });
-          else failures.push({ node, message: (error as Error).message });
-        }
-      }),
-      ...work.retry.map(async (node) => {
-        try {
-          await this.cluster.retry(node.jobId as string, node.attempt);
-        } catch (error) {
-          if (error instanceof TooManyRequestsError) overQuota.push({ node, message: error.message });
-          else failures.push({ node, message: (error as Error).message });
-        }
-      }),
-    ]);
+    let full: string | undefined;
+    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }) => {
+      if (full !== undefined) {
+        overQuota.push({ node, message: full });
+        return;
+      }
+      try {
+        if (retry) await this.cluster.retry(node.jobId as string, node.attempt);
+        else await this.submitNode(run, node, profile);
+      } catch (error) {
+        if (error instanceof TooManyRequestsError) {
+          full = error.message;
+          overQuota.push({ node, message: error.message });
+        } else failures.push({ node, message: (error as Error).message });
+      }
+    };
+    for (let next = 0; next < asks.length; next += ASKS_AT_ONCE) await Promise.all(asks.slice(next, next + ASKS_AT_ONCE).map(ask));
     if (failures.length > 0 || overQuota.length > 0) await this.recordRefusals(run.id, failures, overQuota);
+  }
+
+  /** A node's first attempt: its job, under the workload key that makes asking twice harmless. */
+  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null): Promise<void> {
+    if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
+    const spec = specsOf(run).get(node.name) as RunNodeSpec;
+    const { command, args } = nodeCommand(spec);
+    const job = await this.cluster.run({
+      name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
+      type: 'batch',
+      namespace: { id: run.namespaceId, name: run.namespaceName },
+      profile,
+      owner: { id: run.ownerId, name: run.ownerName },
+      key: workloadKeyOf(run.id, node.name),
+      task: {
+        name: node.name,
+        command,
+        args,
+        envVars: [...run.environment, ...(spec.task?.envVars ?? []), { name: 'HUB_RUN_ID', value: run.id }, { name: 'HUB_NODE_NAME', value: node.name }],
+      },
+      properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
+    });
+    // Cancelled while the job was being made (cancel may have looked for it before it existed): stopped at once.
+    if (await this.runs.setJob(run.id, node.name, job.id)) await this.cluster.stopWorkload(job.id, `Pipeline run ${run.id} has ended`);
   }
 
   /**
@@ -447,7 +498,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     await this.dataSource.transaction(async (manager) => {
       const run = await this.runs.lock(manager, runId);
       if (!run || FINISHED_RUN.has(run.state)) return;
-      const nodes = new Map((await this.runs.nodesOf(runId, manager)).map((node) => [node.name, node]));
+      const nodes = new Map((await this.runs.nodesOf(runId, manager, false)).map((node) => [node.name, node]));
       const changed: NodeRow[] = [];
       for (const { node: decided, message } of overQuota) {
         const node = nodes.get(decided.name);
@@ -496,7 +547,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const jobId = await this.dataSource.transaction(async (manager) => {
       const run = await this.runs.lock(manager, runId);
       if (!run || FINISHED_RUN.has(run.state)) return undefined;
-      const node = (await this.runs.nodesOf(runId, manager)).find((candidate) => candidate.name === name);
+      const node = (await this.runs.nodesOf(runId, manager, false)).find((candidate) => candidate.name === name);
       if (!node || node.state !== 'Running' || node.attempt !== attempt || !node.jobId) return undefined;
       node.timedOut = attempt;
       await this.runs.saveNodes(manager, [node]);
@@ -529,7 +580,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const stopping = await this.dataSource.transaction(async (manager) => {
       const run = await this.runs.lock(manager, runId);
       if (!run || FINISHED_RUN.has(run.state)) return undefined;
-      const nodes = await this.runs.nodesOf(runId, manager);
+      const nodes = await this.runs.nodesOf(runId, manager, false);
       const now = new Date().toISOString();
       const changed = nodes.filter((node) => !FINISHED.has(node.state));
       for (const node of changed) {

@@ -133,8 +133,14 @@ export class PipelineRunsRepository {
     return rows[0] ?? null;
   }
 
-  nodesOf(runId: string, manager: EntityManager = this.dataSource.manager): Promise<NodeRow[]> {
-    return manager.query(`SELECT ${NODE_COLUMNS} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
+  /**
+   * A run's nodes in spec order; without their events when `withEvents` is false (what the engine
+   * reads on every pass: it appends events, and parsing every node's for each would cost a run of
+   * many nodes the most of its time).
+   */
+  nodesOf(runId: string, manager: EntityManager = this.dataSource.manager, withEvents = true): Promise<NodeRow[]> {
+    const columns = withEvents ? NODE_COLUMNS : NODE_COLUMNS.replace(/, events$/, `, '[]'::jsonb AS events`);
+    return manager.query(`SELECT ${columns} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
   }
 
   async node(runId: string, name: string): Promise<NodeRow | null> {
@@ -142,13 +148,13 @@ export class PipelineRunsRepository {
     return rows[0] ?? null;
   }
 
-  /** Writes back the nodes the engine changed, in one statement. */
+  /** Writes back the nodes the engine changed, in one statement; their `events` are appended to those stored. */
   async saveNodes(manager: EntityManager, nodes: readonly NodeRow[]): Promise<void> {
     if (nodes.length === 0) return;
     await manager.query(
       `UPDATE pipeline_run_nodes n SET state = c.state, outcome = c.outcome, attempt = c.attempt, job_id = c.job_id, execution_id = c.execution_id,
          exit_code = c.exit_code, started_at = c.started_at, finished_at = c.finished_at, retry_at = c.retry_at, deadline = c.deadline,
-         timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = c.logs_stored, events = c.events
+         timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = c.logs_stored, events = n.events || c.events
        FROM jsonb_to_recordset($1::jsonb) AS c(run_id uuid, name text, state text, outcome text, attempt int, job_id uuid, execution_id uuid, exit_code int,
          started_at timestamptz, finished_at timestamptz, retry_at timestamptz, deadline timestamptz, timed_out int, over_quota boolean, logs_stored boolean, events jsonb)
        WHERE n.run_id = c.run_id AND n.name = c.name`,
@@ -188,14 +194,18 @@ export class PipelineRunsRepository {
     );
   }
 
-  /** Records a node's job, once the cluster has it (a node keeps its one job across attempts). */
-  async setJob(runId: string, name: string, jobId: string): Promise<void> {
-    await this.dataSource.query(`UPDATE pipeline_run_nodes SET job_id = $3 WHERE run_id = $1 AND name = $2 AND job_id IS NULL`, [runId, name, jobId]);
-  }
-
-  async hasEnded(runId: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM pipeline_runs WHERE id = $1 AND state NOT IN ('Queued', 'Executing')`, [runId]);
-    return rows.length > 0;
+  /**
+   * Records a node's job once the cluster has it (a node keeps its one job across attempts; it
+   * waits for no quota any more); whether the run has ended meanwhile (cancelled), in the same
+   * statement.
+   */
+  async setJob(runId: string, name: string, jobId: string): Promise<boolean> {
+    const rows: { ended: boolean }[] = await this.dataSource.query(
+      `WITH set AS (UPDATE pipeline_run_nodes SET job_id = $3, over_quota = false WHERE run_id = $1 AND name = $2 AND job_id IS NULL)
+       SELECT state NOT IN ('Queued', 'Executing') AS ended FROM pipeline_runs WHERE id = $1`,
+      [runId, name, jobId],
+    );
+    return rows[0]?.ended ?? true;
   }
 
   async setLogsStored(runId: string, name: string): Promise<void> {

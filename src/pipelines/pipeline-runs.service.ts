@@ -242,12 +242,18 @@ export class PipelineRunsService {
     await this.found(id);
     const node = await this.foundNode(id, nodeName);
     if (!LOG_TYPES.includes(logType)) throw new NotFoundError(`A node has the logs ${LOG_TYPES.join(' and ')}, not '${logType}'`);
-    if (node.logsStored) return this.files.readStored(storedLogKey(nodeStore(id, node), logType), window, `the ${logType} of node '${nodeName}'`);
     // Not started yet: nothing logged (the window is still checked, as the cluster's logs check it).
-    if (!node.executionId) {
+    const empty = () => {
       parseByteWindow(window.origin, window.offset, window.limit);
       return ByteWindowReply.text('');
-    }
+    };
+    // An empty log is not stored (files-copied-out.ts): its key holds nothing.
+    if (node.logsStored)
+      return this.files.readStored(storedLogKey(nodeStore(id, node), logType), window, `the ${logType} of node '${nodeName}'`).catch((error: unknown) => {
+        if (error instanceof NotFoundError) return empty();
+        throw error;
+      });
+    if (!node.executionId) return empty();
     return this.cluster.readLog(caller, node.executionId, node.name, logType, window);
   }
 

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -159,7 +159,7 @@ describe('files copied out of an execution', () => {
     expect(readFileSync(join(store, 'runs/r1/node-a/logs/stderr'), 'utf8')).toBe('oops\n');
   });
 
-  it('stores a log never written empty', async () => {
+  it('keeps a log never written, or empty, as nothing stored (read as empty), and drops an earlier copy of it', async () => {
     const quiet = await runToEnd('quiet', 'true');
     const logsDir = join(hub.app.get(ClusterScheduler).executionDir(quiet), 'logs');
     expect(await files.copyLogs(quiet, 'runs/r1/quiet')).toEqual([
@@ -172,9 +172,11 @@ describe('files copied out of an execution', () => {
       { name: 'stdout', size: 5, key: 'runs/r1/quiet/logs/stdout', truncated: false },
       { name: 'stderr', size: 0, key: 'runs/r1/quiet/logs/stderr', truncated: false },
     ]);
+    expect(readFileSync(join(store, 'runs/r1/quiet/logs/stdout'), 'utf8')).toBe('said\n');
+    expect(existsSync(join(store, 'runs/r1/quiet/logs/stderr'))).toBe(false);
     rmSync(logsDir, { recursive: true });
     expect((await files.copyLogs(quiet, 'runs/r1/quiet')).map(({ size }) => size)).toEqual([0, 0]);
-    expect(readFileSync(join(store, 'runs/r1/quiet/logs/stdout'), 'utf8')).toBe('');
+    expect(existsSync(join(store, 'runs/r1/quiet/logs/stdout'))).toBe(false);
   });
 
   it('reads windows of a stored file, from the start and from the end, as text or bytes', async () => {
