@@ -490,6 +490,12 @@ export class ClusterRepository {
     );
   }
 
+  /** An execution's directory alone: what copying files out of it needs (findExecution loads the execution with its node and job). */
+  async executionDirOf(executionId: string): Promise<string | null> {
+    const rows: { dir: string }[] = await this.dataSource.query('SELECT execution_dir AS dir FROM job_executions WHERE id = $1', [executionId]);
+    return rows[0]?.dir ?? null;
+  }
+
   /** Where a job lives and whose it is, for the access guard. */
   async jobLocation(id: string): Promise<{ namespaceId: string; namespaceName: string; ownerId: string | null } | null> {
     const rows: { namespaceId: string; namespaceName: string; ownerId: string | null }[] = await this.dataSource.query(

@@ -250,9 +250,9 @@ export class FilesCopiedOut implements OnModuleInit {
   }
 
   private async executionDir(executionId: string): Promise<string> {
-    const execution = await this.cluster.findExecution(executionId);
-    if (!execution) throw new NotFoundError(`Job execution ${executionId} not found`);
-    return execution.executionDir;
+    const dir = await this.cluster.executionDirOf(executionId);
+    if (dir === null) throw new NotFoundError(`Job execution ${executionId} not found`);
+    return dir;
   }
 
   /**

@@ -52,6 +52,16 @@ interface Collected {
   readonly artifacts: CopiedFile[];
 }
 
+/** A run's spec as the engine reads it: parsed once. */
+interface RunPlan {
+  readonly spec: RunRow['spec'];
+  readonly specs: ReadonlyMap<string, RunNodeSpec>;
+  readonly graph: RunGraph;
+}
+
+/** Runs whose plans a hub keeps (cleared whole past it: plans are made again on demand). */
+const MAX_PLANS = 1000;
+
 /** What the next pass of a run is asked to read and do (see PipelineEngine.advance). */
 interface PassRequest {
   again: boolean;
@@ -83,6 +93,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly advancing = new Map<string, PassRequest>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly storingLogs = new Set<string>();
+  /** Each run's spec, parsed, and its graph: a run's spec never changes, and a pass would otherwise parse both again. */
+  private readonly plans = new Map<string, RunPlan>();
   /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
   private readonly placementNotes = new Map<string, Map<string, string>>();
   private slots = CONCURRENT_ADVANCES;
@@ -109,6 +121,24 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.unsubscribe?.();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+  }
+
+  /** A run with its spec, which a lock without it leaves out, from the plans kept (made on first sight). */
+  private withPlan(run: RunRow): RunRow {
+    if (run.spec !== null) {
+      if (this.plans.size >= MAX_PLANS) this.plans.clear();
+      const specs = specsOf(run);
+      this.plans.set(run.id, { spec: run.spec, specs, graph: new RunGraph([...specs.values()], run.spec.keepGoing === true, run.entryPoint ?? undefined) });
+      return run;
+    }
+    return { ...run, spec: (this.plans.get(run.id) as RunPlan).spec };
+  }
+
+  private planOf(run: RunRow): RunPlan {
+    const plan = this.plans.get(run.id);
+    if (plan) return plan;
+    const specs = specsOf(run);
+    return { spec: run.spec, specs, graph: new RunGraph([...specs.values()], run.spec.keepGoing === true, run.entryPoint ?? undefined) };
   }
 
   /** Advances every run not ended: at start, and when changes may have been missed. */
@@ -208,8 +238,14 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // each holding a connection and waiting for another, could exhaust the pool). Nodes are read
     // without their events, which a pass only appends to.
     const outcome = await this.dataSource.transaction(async (manager) => {
-      const run = await this.runs.lock(manager, runId);
-      if (!run || FINISHED_RUN.has(run.state)) return undefined;
+      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId));
+      // Its plan was let go of meanwhile (too many kept): the spec after all.
+      if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId, true);
+      if (!locked || FINISHED_RUN.has(locked.state)) {
+        this.plans.delete(runId);
+        return undefined;
+      }
+      const run = this.withPlan(locked);
       const nodes = await this.runs.nodesOf(runId, manager, false);
       const jobs = nodes
         .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId)))
@@ -219,9 +255,10 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       await this.runs.saveNodes(manager, step.changed);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
-      return { run, nodes, latest, work: step.work, unread: step.unread };
+      return { run, nodes, latest, work: step.work, unread: step.unread, ended: step.run?.finishedAt !== undefined };
     });
     if (!outcome) return;
+    if (outcome.ended) this.plans.delete(runId);
     this.armTimers(outcome.run, outcome.nodes);
     for (const node of outcome.nodes) if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node);
     await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
@@ -238,7 +275,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** What ended attempts left: read before the transaction, as copying files takes time. */
   private async collectEnded(run: RunRow, watched: readonly NodeRow[], latest: ReadonlyMap<string, LatestAttempt>): Promise<Map<string, Collected>> {
     const collected = new Map<string, Collected>();
-    const specs = specsOf(run);
+    const specs = this.planOf(run).specs;
     await Promise.all(
       watched.map(async (node) => {
         const attempt = latest.get(node.jobId as string);
@@ -273,7 +310,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     collected: ReadonlyMap<string, Collected>,
     latest: ReadonlyMap<string, LatestAttempt>,
   ): { changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; unread: NodeRow[] } {
-    const specs = specsOf(run);
+    const specs = this.planOf(run).specs;
     const changed = new Set<NodeRow>();
     const results: ResultRow[] = [];
     const now = new Date();
@@ -321,7 +358,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         node.events.push(event('Queued', { attempt: String(node.attempt) }));
         changed.add(node);
       }
-    const graph = new RunGraph([...specs.values()], run.spec.keepGoing === true, run.entryPoint ?? undefined);
+    const graph = this.planOf(run).graph;
     const decision = graph.decide(new Map(nodes.map((node) => [node.name, node])));
     for (const { name, why } of decision.skip) {
       const node = nodes.find((candidate) => candidate.name === name) as NodeRow;
@@ -469,7 +506,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** A node's first attempt: its job, under the workload key that makes asking twice harmless. */
   private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null): Promise<void> {
     if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
-    const spec = specsOf(run).get(node.name) as RunNodeSpec;
+    const spec = this.planOf(run).specs.get(node.name) as RunNodeSpec;
     const { command, args } = nodeCommand(spec);
     const job = await this.cluster.run({
       name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
@@ -618,6 +655,6 @@ function hasFiles(node: RunNodeSpec): boolean {
   return Object.keys(node.inputs?.resources ?? {}).length > 0 || Object.keys(node.outputs?.artifacts ?? {}).length > 0;
 }
 
-function specsOf(run: RunRow): Map<string, RunNodeSpec> {
+function specsOf(run: Pick<RunRow, 'spec'>): Map<string, RunNodeSpec> {
   return new Map(((run.spec.nodes ?? []) as RunNodeSpec[]).map((node) => [node.name, node]));
 }

@@ -124,12 +124,15 @@ export class PipelineRunsRepository {
     return rows[0] ?? null;
   }
 
-  /** The run, locked for this transaction; null when there is none. */
-  async lock(manager: EntityManager, id: string): Promise<RunRow | null> {
-    const rows: RunRow[] = await manager.query(
-      `SELECT ${RUN_COLUMNS} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`,
-      [id],
-    );
+  /**
+   * The run, locked for this transaction; null when there is none. Without `withSpec` its spec is
+   * left out (`null`): a run's spec never changes, and the engine keeps it parsed.
+   */
+  async lock(manager: EntityManager, id: string, withSpec = true): Promise<RunRow | null> {
+    const columns = withSpec ? RUN_COLUMNS : RUN_COLUMNS.replace('r.spec,', 'NULL AS spec,');
+    const rows: RunRow[] = await manager.query(`SELECT ${columns} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`, [
+      id,
+    ]);
     return rows[0] ?? null;
   }
 

@@ -100,31 +100,31 @@ export class RunGraph {
    */
   decide(nodes: ReadonlyMap<string, GraphNode>): GraphDecision {
     const failed = [...nodes.values()].find((node) => this.failsRun(node));
-    const submit: string[] = [];
-    const skip: { name: string; why: string }[] = [];
+    const submit = new Set<string>();
+    const skip = new Map<string, string>();
     const finished = (name: string) => {
       const node = nodes.get(name);
-      return node !== undefined && (FINISHED.has(node.state) || skip.some((skipped) => skipped.name === name));
+      return node !== undefined && (FINISHED.has(node.state) || skip.has(name));
     };
     // Spec order is a topological order only by chance: repeat until no node changes, so a skip reaches the nodes after it.
-    for (let changed = true; changed;) {
+    for (let changed = true; changed; ) {
       changed = false;
       for (const [name, node] of nodes) {
-        if (node.attempt > 0 || FINISHED.has(node.state) || submit.includes(name) || skip.some((skipped) => skipped.name === name)) continue;
+        if (node.attempt > 0 || FINISHED.has(node.state) || submit.has(name) || skip.has(name)) continue;
         if (this.reachable && !this.reachable.has(name)) {
-          skip.push({ name, why: 'The run started at its entryPoint, from which this node cannot be reached' });
+          skip.set(name, 'The run started at its entryPoint, from which this node cannot be reached');
           changed = true;
           continue;
         }
         if (failed && !this.keepGoing) {
-          skip.push({ name, why: `Node '${failed.name}' failed and nothing handles it, so the run stops (keepGoing is off)` });
+          skip.set(name, `Node '${failed.name}' failed and nothing handles it, so the run stops (keepGoing is off)`);
           changed = true;
           continue;
         }
         const predecessors = (this.predecessors.get(name) ?? []).filter((predecessor) => !this.reachable || this.reachable.has(predecessor));
         const isEntry = this.entryPoint !== undefined ? name === this.entryPoint : predecessors.length === 0;
         if (isEntry) {
-          submit.push(name);
+          submit.add(name);
           changed = true;
           continue;
         }
@@ -133,12 +133,16 @@ export class RunGraph {
           const before = nodes.get(predecessor);
           return before?.outcome !== null && before?.outcome !== undefined && this.readiedBy(predecessor, before.outcome).includes(name);
         });
-        if (readied) submit.push(name);
-        else skip.push({ name, why: 'None of its predecessors led here' });
+        if (readied) submit.add(name);
+        else skip.set(name, 'None of its predecessors led here');
         changed = true;
       }
     }
-    const allDone = [...nodes.keys()].every((name) => finished(name) && !submit.includes(name));
-    return { submit, skip, ...(allDone && { ends: failed ? 'Failed' : 'Succeeded' }) };
+    const allDone = [...nodes.keys()].every((name) => finished(name) && !submit.has(name));
+    return {
+      submit: [...submit],
+      skip: [...skip].map(([name, why]) => ({ name, why })),
+      ...(allDone && { ends: failed ? 'Failed' : 'Succeeded' }),
+    };
   }
 }
