@@ -6,7 +6,7 @@ import { ConflictError, InvalidInputError, NotFoundError } from '../common/error
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { overQuota, taskEvent } from './cluster.repository.js';
 import { ClusterJob } from './entities/cluster-job.entity.js';
-import type { TaskState } from './entities/job-execution.entity.js';
+import { pendingTaskState } from './entities/job-execution.entity.js';
 
 /** A job as a retry reads it, under its row lock. */
 interface Retried {
@@ -68,15 +68,7 @@ export class Attempts {
       );
       if (counted.length === 0) throw overQuota(maxActive);
       const executionId = randomUUID();
-      const taskState: TaskState = {
-        status: 'pending',
-        failed: false,
-        restarts: 0,
-        lastRestart: null,
-        startedAt: null,
-        finishedAt: null,
-        events: [taskEvent('Received', `Attempt ${attempt} received by the hub`, { attempt: String(attempt) })],
-      };
+      const taskState = pendingTaskState([taskEvent('Received', `Attempt ${attempt} received by the hub`, { attempt: String(attempt) })]);
       await manager.query(
         `INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
          VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, now(), now())`,

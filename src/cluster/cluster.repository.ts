@@ -12,7 +12,7 @@ import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
-import { JobExecution, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import { JobExecution, pendingTaskState, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding, type LineOrder } from './fair-share.js';
@@ -371,15 +371,7 @@ export class ClusterRepository {
     const jobId = randomUUID();
     const executionId = randomUUID();
     const submitTime = new Date();
-    const taskState: TaskState = {
-      status: 'pending',
-      failed: false,
-      restarts: 0,
-      lastRestart: null,
-      startedAt: null,
-      finishedAt: null,
-      events: [taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])],
-    };
+    const taskState = pendingTaskState([taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])]);
     const inserted = await runNamed(this.dataSource, INSERT_JOB, [
       jobId,
       job.name,

@@ -130,9 +130,10 @@ export class PipelineRunsRepository {
    */
   async lock(manager: EntityManager, id: string, withSpec = true): Promise<RunRow | null> {
     const columns = withSpec ? RUN_COLUMNS : RUN_COLUMNS.replace('r.spec,', 'NULL AS spec,');
-    const rows: RunRow[] = await manager.query(`SELECT ${columns} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`, [
-      id,
-    ]);
+    const rows: RunRow[] = await manager.query(
+      `SELECT ${columns} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`,
+      [id],
+    );
     return rows[0] ?? null;
   }
 

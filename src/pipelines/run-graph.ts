@@ -107,7 +107,7 @@ export class RunGraph {
       return node !== undefined && (FINISHED.has(node.state) || skip.has(name));
     };
     // Spec order is a topological order only by chance: repeat until no node changes, so a skip reaches the nodes after it.
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const [name, node] of nodes) {
         if (node.attempt > 0 || FINISHED.has(node.state) || submit.has(name) || skip.has(name)) continue;

@@ -25,6 +25,11 @@ export interface TaskState {
   events: TaskEvent[];
 }
 
+/** The state of a task not yet placed, its first events given (a submission's, an attempt's). */
+export function pendingTaskState(events: TaskEvent[]): TaskState {
+  return { status: 'pending', failed: false, restarts: 0, lastRestart: null, startedAt: null, finishedAt: null, events };
+}
+
 /**
  * One attempt at running a job's task on a node. `driverRef` is what the driver knows it by (a
  * process id, a Slurm job id); `executionDir` holds its working directory and its logs.
