@@ -27,12 +27,13 @@ import { shellProgram } from '../shell-program.js';
  * each of its outputs: what the launcher itself does is under test (sh/monitor.spec.ts has the
  * monitor's).
  */
+// Each note is written whole, then renamed into place: a reader that sees the file sees all of it.
 const NOTING_MONITOR = [
-  `printf '[%s]\\n' "$@" >"$1.args"`,
-  'pwd >"$1.cwd"',
+  `printf '[%s]\\n' "$@" >"$1.args.tmp" && mv "$1.args.tmp" "$1.args"`,
+  'pwd >"$1.cwd.tmp" && mv "$1.cwd.tmp" "$1.cwd"',
   'echo out; echo err >&2',
   'IFS= read -r word <&4 || :',
-  'printf %s "$word" >"$1.gate"',
+  'printf %s "$word" >"$1.gate.tmp" && mv "$1.gate.tmp" "$1.gate"',
 ].join('\n');
 
 describe('the launcher (sh/launcher.sh, under sh)', () => {
