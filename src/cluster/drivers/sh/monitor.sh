@@ -19,11 +19,15 @@
 #
 # The hub passes this program without its comment lines (see shell-program.ts).
 
-trap 'kill -TERM -"$child" 2>/dev/null' TERM
-trap 'kill -KILL -"$child" 2>/dev/null' USR1
-exit_file=$1 cgroups=$2 id=$3 child=; shift 3
+trap 'signalled=1; kill -TERM -"$child" 2>/dev/null' TERM
+trap 'signalled=1; kill -KILL -"$child" 2>/dev/null' USR1
+exit_file=$1 cgroups=$2 id=$3 child='' signalled=''; shift 3
 (for procs in $cgroups; do echo 0 >"$procs" || exit 125; done; exec "$SETSID" "$@") </dev/null & child=$!
 wait "$child"; code=$?
+# A trapped signal ends a wait at once (128 + its number), before its trap runs: the child's own
+# status is asked for again, which the shell keeps even when it has reaped the child by then (127:
+# it was already had).
+while [ -n "$signalled" ]; do signalled=''; wait "$child"; again=$?; [ "$again" -eq 127 ] || code=$again; done
 while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
 # What the task left running in the background ends with it, as a batch system's job does (the
 # group's id cannot have been reused while any of it runs).
