@@ -86,8 +86,6 @@ export interface LatestAttempt {
   readonly finishedAt?: string;
   /** The event that ended it (Terminated, LimitExceeded, Lost, a stop's) and its message. */
   readonly endEvent?: { readonly type: string; readonly message: string };
-  /** The message of its latest PlacementFailed event, if any. */
-  readonly placementFailed?: string;
 }
 
 function nodeNotFound(id: string): NotFoundError {
@@ -318,7 +316,6 @@ export class ClusterService {
         const events = row.taskState.events;
         const ended = ['completed', 'failed', 'lost'].includes(row.status);
         const last = ended ? events[events.length - 1] : undefined;
-        const placement = [...events].reverse().find((event) => event.type === 'PlacementFailed');
         return [
           row.jobId,
           {
@@ -329,7 +326,6 @@ export class ClusterService {
             startedAt: row.taskState.startedAt ?? undefined,
             finishedAt: ended ? (row.taskState.finishedAt ?? undefined) : undefined,
             endEvent: last && { type: last.type, message: last.message },
-            placementFailed: placement?.message,
           },
         ];
       }),

@@ -640,10 +640,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         if (jobId) await this.cluster.stopWorkload(jobId, `Pipeline run ${runId} was cancelled by ${by}`);
       }),
     );
+    // The stopped nodes' logs, kept as a finished node's are (their latest attempts, read at once).
+    const latest = await this.cluster.latestAttempts(stopping.flatMap((node) => (node.jobId ? [node.jobId] : [])));
     for (const node of stopping) {
       clearTimeout(this.timers.get(`${runId}/${node.name}`));
-      const latest = node.jobId ? (await this.cluster.latestAttempts([node.jobId])).get(node.jobId) : undefined;
-      if (latest) void this.storeLogs(runId, { ...node, executionId: latest.executionId });
+      const attempt = node.jobId ? latest.get(node.jobId) : undefined;
+      if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId });
     }
     return true;
   }

@@ -231,12 +231,6 @@ export class PipelineRunsRepository {
     return rows.map((row) => row.id);
   }
 
-  /** The run a node's job belongs to. */
-  async runOfJob(jobId: string): Promise<string | null> {
-    const rows: { runId: string }[] = await this.dataSource.query(`SELECT run_id AS "runId" FROM pipeline_run_nodes WHERE job_id = $1`, [jobId]);
-    return rows[0]?.runId ?? null;
-  }
-
   /**
    * Runs in `scope` (and the caller's own, wherever they are), in `namespaceIds` when given; one
    * page, no count. A run starts and finishes after it was created, so a `startedAt` or
