@@ -103,9 +103,9 @@ export type RunListRow = Pick<
 export class PipelineRunsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** A run and its nodes, all Waiting, in one transaction. */
-  async insert(run: NewRun): Promise<string> {
-    return this.dataSource.transaction(async (manager) => {
+  /** A run and its nodes, all Waiting, in one transaction (the caller's, when it gives its manager). */
+  async insert(run: NewRun, within?: EntityManager): Promise<string> {
+    const insert = async (manager: EntityManager) => {
       const [{ id }]: { id: string }[] = await manager.query(
         `INSERT INTO pipeline_runs (namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, spec, entry_point, environment)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
@@ -116,7 +116,8 @@ export class PipelineRunsRepository {
         [id, run.nodes],
       );
       return id;
-    });
+    };
+    return within ? insert(within) : this.dataSource.transaction(insert);
   }
 
   async find(id: string, manager: EntityManager = this.dataSource.manager): Promise<RunRow | null> {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { parseByteWindow } from '../cluster/byte-window.js';
 import { ClusterService } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, storedLogKey } from '../cluster/files-copied-out.js';
@@ -154,6 +155,41 @@ export class PipelineRunsService {
    * namespace, usable by the caller there), variables the profile sets, the caller's job identity.
    */
   private async start(caller: Caller, request: RunRequest): Promise<RunRow> {
+    const id = await this.insertRun(caller, request);
+    // Its first nodes are submitted in this request's turn; the reply does not wait for them.
+    void this.engine.advance(id);
+    return (await this.runs.find(id)) as RunRow;
+  }
+
+  /**
+   * A run of a stored pipeline for a trigger's firing, owned by the trigger's owner (`owner`), with
+   * the refusals of submit (a RefusedError, whose `errors` say why) and Execute on the pipeline;
+   * inserted in the caller's transaction (`manager`), so that the firing and its run are one
+   * commit. The caller then hands its id to `advanceStarted`, after that commit. The quota never
+   * refuses it: the run's nodes wait for room.
+   */
+  async startForTrigger(
+    owner: Caller,
+    trigger: { readonly pipelineId: string; readonly executionProfileId: string; readonly environment: readonly { name: string; value: string }[] },
+    manager: EntityManager,
+  ): Promise<string> {
+    const entry = await this.entries.findById(trigger.pipelineId);
+    if (!entry || entry.type !== 'Pipeline') throw new RefusedError('The pipeline was deleted', [`pipeline ${trigger.pipelineId} no longer exists`]);
+    const namespace = { id: entry.namespaceId, name: entry.namespaceName };
+    await this.access.require(owner, `/Pipelines/${entry.id}`, 'Execute', namespace);
+    return this.insertRun(
+      owner,
+      { namespace, pipelineId: entry.id, spec: entry.spec ?? {}, executionProfileId: trigger.executionProfileId, entryPoint: null, environment: trigger.environment },
+      manager,
+    );
+  }
+
+  /** Submits the first nodes of runs inserted by startForTrigger, once their transaction has committed. */
+  advanceStarted(ids: readonly string[]): void {
+    for (const id of ids) void this.engine.advance(id);
+  }
+
+  private async insertRun(caller: Caller, request: RunRequest, manager?: EntityManager): Promise<string> {
     const problems = validatePipelineSpec(request.spec);
     const nodes = (request.spec.nodes ?? []) as RunNodeSpec[];
     if (problems.length === 0) nodes.forEach((node, index) => problems.push(...attemptProblems(node, index), ...pathProblems(node, index)));
@@ -183,19 +219,19 @@ export class PipelineRunsService {
       });
     if (problems.length > 0) throw new RefusedError(`The run was refused: ${problems.length} problem${problems.length > 1 ? 's' : ''}`, problems);
     await this.cluster.checkOwner({ id: caller.userId, name: caller.userName });
-    const id = await this.runs.insert({
-      namespaceId: request.namespace.id,
-      pipelineId: request.pipelineId,
-      owner: { id: caller.userId, name: caller.userName },
-      executionProfileId: profileId,
-      spec: request.spec,
-      entryPoint: request.entryPoint,
-      environment: request.environment ?? [],
-      nodes: nodes.map((node) => node.name),
-    });
-    // Its first nodes are submitted in this request's turn; the reply does not wait for them.
-    void this.engine.advance(id);
-    return (await this.runs.find(id)) as RunRow;
+    return this.runs.insert(
+      {
+        namespaceId: request.namespace.id,
+        pipelineId: request.pipelineId,
+        owner: { id: caller.userId, name: caller.userName },
+        executionProfileId: profileId,
+        spec: request.spec,
+        entryPoint: request.entryPoint,
+        environment: request.environment ?? [],
+        nodes: nodes.map((node) => node.name),
+      },
+      manager,
+    );
   }
 
   /** Runs in `scope`, and the caller's own wherever they are; newest first unless sorted. */

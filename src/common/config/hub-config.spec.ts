@@ -58,6 +58,7 @@ const DEFAULTS: HubConfig = {
   maxRunningJobsPerUser: undefined,
   resultMaxBytes: 1073741824,
   runRetentionDays: 30,
+  triggerFileRoots: ['/srv/hub/.data/work/inbox'],
   logLevel: 'info',
 };
 
@@ -96,6 +97,7 @@ const ALL_SETTINGS = [
   'HUB_MAX_RUNNING_JOBS_PER_USER',
   'HUB_RESULT_MAX_BYTES',
   'HUB_RUN_RETENTION_DAYS',
+  'HUB_TRIGGER_FILE_ROOTS',
   'HUB_LOG_LEVEL',
 ];
 
@@ -174,6 +176,7 @@ describe('loadHubConfig', () => {
         HUB_MAX_RUNNING_JOBS_PER_USER: '0',
         HUB_RESULT_MAX_BYTES: '5000000000',
         HUB_RUN_RETENTION_DAYS: '3',
+        HUB_TRIGGER_FILE_ROOTS: '/data/inbox:drop',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -209,6 +212,7 @@ describe('loadHubConfig', () => {
         maxRunningJobsPerUser: 0,
         resultMaxBytes: 5000000000,
         runRetentionDays: 3,
+        triggerFileRoots: ['/data/inbox', `${CWD}/drop`],
         logLevel: 'debug',
       });
     });

@@ -81,6 +81,8 @@ export abstract class HubConfig {
   abstract readonly resultMaxBytes: number;
   /** Days a finished pipeline run, with its results, is kept. */
   abstract readonly runRetentionDays: number;
+  /** The directories (absolute) under which a File trigger may watch a path. */
+  abstract readonly triggerFileRoots: readonly string[];
   abstract readonly logLevel: LogLevel;
 }
 
@@ -357,6 +359,10 @@ class HubEnvironment {
   HUB_RUN_RETENTION_DAYS = 30;
 
   @IsOptional()
+  @IsString()
+  HUB_TRIGGER_FILE_ROOTS?: string = undefined;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 }
@@ -387,6 +393,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
   }
   const dataDir = resolve(cwd, settings.HUB_DATA_DIR);
   const stateDir = resolve(cwd, settings.HUB_STATE_DIR);
+  const sharedDir = settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(locateData(dataDir, stateDir).openDir, 'work');
   return {
     port: settings.PORT,
     host: settings.HOST,
@@ -408,7 +415,7 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     invitationTtlSeconds: settings.HUB_INVITATION_TTL,
     auditRetentionDays: settings.HUB_AUDIT_RETENTION_DAYS,
     clusterDriver: settings.HUB_CLUSTER_DRIVER,
-    sharedDir: settings.HUB_SHARED_DIR ? resolve(cwd, settings.HUB_SHARED_DIR) : join(locateData(dataDir, stateDir).openDir, 'work'),
+    sharedDir,
     localNodeLabels: settings.HUB_LOCAL_NODE_LABELS?.split(',') ?? [],
     localSlots: settings.HUB_LOCAL_SLOTS,
     localPreparedLaunches: settings.HUB_LOCAL_PREPARED_LAUNCHES,
@@ -422,8 +429,15 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     maxRunningJobsPerUser: settings.HUB_MAX_RUNNING_JOBS_PER_USER,
     resultMaxBytes: settings.HUB_RESULT_MAX_BYTES,
     runRetentionDays: settings.HUB_RUN_RETENTION_DAYS,
+    triggerFileRoots: triggerFileRoots(settings.HUB_TRIGGER_FILE_ROOTS, cwd, sharedDir),
     logLevel: settings.HUB_LOG_LEVEL,
   };
+}
+
+/** HUB_TRIGGER_FILE_ROOTS: colon-separated directories, relative ones to the working directory; `HUB_SHARED_DIR/inbox` when unset. */
+function triggerFileRoots(setting: string | undefined, cwd: string, sharedDir: string): string[] {
+  const roots = (setting ?? '').split(':').filter((root) => root.trim() !== '');
+  return roots.length > 0 ? roots.map((root) => resolve(cwd, root.trim())) : [join(sharedDir, 'inbox')];
 }
 
 /** Reads `.env` from the working directory when present; variables already set win. */
