@@ -43,7 +43,9 @@ export class Triggers1795460000000 implements MigrationInterface {
       `ALTER TABLE "pipeline_trigger_firings" ADD CONSTRAINT "pipeline_trigger_firings_trigger_id_fkey" FOREIGN KEY ("trigger_id") REFERENCES "pipeline_triggers"("id") ON DELETE CASCADE ON UPDATE NO ACTION`,
     );
     // The claim keys (api-map §7).
-    await queryRunner.query(`CREATE UNIQUE INDEX "pipeline_trigger_firings_cron_key" ON "pipeline_trigger_firings" ("trigger_id", "trigger_time") WHERE "kind" = 'Cron'`);
+    await queryRunner.query(
+      `CREATE UNIQUE INDEX "pipeline_trigger_firings_cron_key" ON "pipeline_trigger_firings" ("trigger_id", "trigger_time") WHERE "kind" = 'Cron'`,
+    );
     await queryRunner.query(
       `CREATE UNIQUE INDEX "pipeline_trigger_firings_arrival_key" ON "pipeline_trigger_firings" ("trigger_id", "path", "size", "mtime") WHERE "kind" = 'Arrival'`,
     );
@@ -54,8 +56,6 @@ export class Triggers1795460000000 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "pipeline_trigger_firings_trigger_time_idx" ON "pipeline_trigger_firings" ("trigger_id", "trigger_time", "id")`);
     await queryRunner.query(`CREATE INDEX "pipeline_trigger_firings_time_idx" ON "pipeline_trigger_firings" ("trigger_time", "id")`);
     await queryRunner.query(`CREATE INDEX "pipeline_trigger_firings_trigger_idx" ON "pipeline_trigger_firings" ("trigger_id", "id")`);
-    // Pruned by when they were recorded.
-    await queryRunner.query(`CREATE INDEX "pipeline_trigger_firings_created_idx" ON "pipeline_trigger_firings" ("created")`);
 
     // The version of each file a File trigger has seen (taken as seen when the trigger was created or enabled): never pruned, so that an arrival is never repeated.
     await queryRunner.query(

@@ -24,7 +24,7 @@ import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-
 import { Attempts } from './attempts.js';
 import { ClusterRepository, WORKLOAD_KEY_INDEX } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
-import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits } from './drivers/cluster-driver.js';
+import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits, type JobIdentity } from './drivers/cluster-driver.js';
 import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
@@ -301,6 +301,15 @@ export class ClusterService {
    */
   async checkOwner(owner: { readonly id: string; readonly name: string }): Promise<void> {
     await this.identities.of(owner);
+  }
+
+  /**
+   * Who `owner`'s jobs run as (null: as the hub's own user, on a hub that is not root), for an
+   * area that reads files on the owner's behalf (a File trigger's directory); the refusals of
+   * checkOwner otherwise.
+   */
+  async jobIdentityOf(owner: { readonly id: string; readonly name: string }): Promise<JobIdentity | null> {
+    return (await this.identities.of(owner)).identity;
   }
 
   /**

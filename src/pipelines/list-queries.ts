@@ -2,6 +2,7 @@ import type { NamespaceScope } from '../common/http/access-scope.js';
 import { defineListQuery, type ListQuery } from '../common/query/list-query.js';
 import { PIPELINE_ENTRY_TYPES } from './dto/pipeline-entry.dto.js';
 import { RUN_STATES } from './dto/pipeline-run.dto.js';
+import { TRIGGER_TYPES } from './dto/pipeline-trigger.dto.js';
 
 /** Names sort and match by prefix lower-cased, byte by byte: one btree index serves both. */
 const ENTRY_NAME_KEY = 'lower(entry.name) COLLATE "C"';
@@ -113,6 +114,76 @@ export const PIPELINE_RUN_LIST_QUERY = defineListQuery({
       { filter: 'state', operators: ['EQ'], sorts: ['created'] },
       { filter: 'ownerPrincipal', operators: ['EQ'], sorts: ['created'] },
       { filter: 'pipelineId', operators: ['EQ'], sorts: ['created'] },
+    ],
+  },
+});
+
+/**
+ * What `GET /pipelines/entries/{id}/triggers` accepts (hub-interface §4.7): a pipeline's triggers,
+ * oldest first unless sorted; columns over the alias `trigger`, the pipeline a condition of the
+ * operation's own, which leads every index of the list.
+ */
+export const TRIGGER_LIST_QUERY = defineListQuery({
+  filters: {
+    type: { column: 'trigger.type', type: TRIGGER_TYPES, operators: ['EQ'] },
+    disabled: { column: 'trigger.disabled', type: 'boolean', operators: ['EQ'] },
+    created: { column: 'trigger.created', type: 'datetime', operators: ['LT', 'GT'] },
+    modified: { column: 'trigger.modified', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: { created: 'trigger.created', modified: 'trigger.modified' },
+  defaultSort: 'created',
+  tieBreaker: 'trigger.id',
+  indexes: {
+    sorts: { created: 'pipeline_triggers_pipeline_created_idx', modified: 'pipeline_triggers_pipeline_modified_idx' },
+    filters: {
+      type: { unindexed: "two values among one pipeline's triggers, found along the index of the pipeline and the sort" },
+      disabled: { unindexed: "two values among one pipeline's triggers, found along the index of the pipeline and the sort" },
+      created: 'pipeline_triggers_pipeline_created_idx',
+      modified: 'pipeline_triggers_pipeline_modified_idx',
+    },
+    ordered: [
+      { filter: 'created', operators: ['LT', 'GT'], sorts: ['created'] },
+      { filter: 'modified', operators: ['LT', 'GT'], sorts: ['modified'] },
+    ],
+  },
+});
+
+const FIRING_SORTS = { triggerTime: 'firing.trigger_time', triggerId: 'firing.trigger_id' };
+
+/**
+ * What `GET /pipelines/triggers/{triggerId}/firings` accepts (hub-interface §4.7): one trigger's
+ * firings, newest first unless sorted; the trigger a condition of the operation's own.
+ */
+export const TRIGGER_FIRING_LIST_QUERY = defineListQuery({
+  filters: { triggerTime: { column: 'firing.trigger_time', type: 'datetime', operators: ['LT', 'GT'] } },
+  sorts: FIRING_SORTS,
+  defaultSort: '-triggerTime',
+  tieBreaker: 'firing.id',
+  indexes: {
+    sorts: { triggerTime: 'pipeline_trigger_firings_trigger_time_idx', triggerId: 'pipeline_trigger_firings_trigger_idx' },
+    filters: { triggerTime: 'pipeline_trigger_firings_trigger_time_idx' },
+    ordered: [{ filter: 'triggerTime', operators: ['LT', 'GT'], sorts: ['triggerTime'] }],
+  },
+});
+
+/**
+ * What `GET /pipelines/firings` accepts (hub-interface §4.7): the firings of every trigger whose
+ * pipeline the caller may read, newest first unless sorted.
+ */
+export const FIRING_LIST_QUERY = defineListQuery({
+  filters: {
+    triggerId: { column: 'firing.trigger_id', type: 'uuid', operators: ['EQ'] },
+    triggerTime: { column: 'firing.trigger_time', type: 'datetime', operators: ['LT', 'GT'] },
+  },
+  sorts: FIRING_SORTS,
+  defaultSort: '-triggerTime',
+  tieBreaker: 'firing.id',
+  indexes: {
+    sorts: { triggerTime: 'pipeline_trigger_firings_time_idx', triggerId: 'pipeline_trigger_firings_trigger_idx' },
+    filters: { triggerId: 'pipeline_trigger_firings_trigger_time_idx', triggerTime: 'pipeline_trigger_firings_time_idx' },
+    ordered: [
+      { filter: 'triggerTime', operators: ['LT', 'GT'], sorts: ['triggerTime'] },
+      { filter: 'triggerId', operators: ['EQ'], sorts: ['triggerId'] },
     ],
   },
 });

@@ -179,7 +179,14 @@ export class PipelineRunsService {
     await this.access.require(owner, `/Pipelines/${entry.id}`, 'Execute', namespace);
     return this.insertRun(
       owner,
-      { namespace, pipelineId: entry.id, spec: entry.spec ?? {}, executionProfileId: trigger.executionProfileId, entryPoint: null, environment: trigger.environment },
+      {
+        namespace,
+        pipelineId: entry.id,
+        spec: entry.spec ?? {},
+        executionProfileId: trigger.executionProfileId,
+        entryPoint: null,
+        environment: trigger.environment,
+      },
       manager,
     );
   }

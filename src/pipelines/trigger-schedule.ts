@@ -114,3 +114,43 @@ export function nextPollAfter(anchor: number, periodMs: number, after: number): 
   if (after < anchor) return anchor + periodMs;
   return anchor + (Math.floor((after - anchor) / periodMs) + 1) * periodMs;
 }
+
+/** What the due times of a trigger depend on (its spec as stored). */
+export interface DueSpec {
+  readonly type: 'Cron' | 'File';
+  readonly cronExpression?: string;
+  readonly timezone?: string;
+  readonly startTime?: string;
+  readonly endTime?: string;
+  readonly pollSeconds?: number;
+}
+
+export const DEFAULT_POLL_MS = 30_000;
+
+/**
+ * The first instant strictly after `after` a trigger is due: a cron due time after `anchor` (when
+ * it was created or last enabled) within [startTime, endTime]; or a poll instant, `anchor` + k ×
+ * pollSeconds. Null when none is left.
+ */
+export function dueAfter(spec: DueSpec, anchor: number, after: number): number | null {
+  if (spec.type === 'File') return nextPollAfter(anchor, spec.pollSeconds ? spec.pollSeconds * 1000 : DEFAULT_POLL_MS, after);
+  const schedule = new CronSchedule(spec.cronExpression ?? '', spec.timezone);
+  const start = spec.startTime ? Date.parse(spec.startTime) - 1 : -Infinity;
+  const due = schedule.nextAfter(Math.max(after, anchor, start));
+  return due !== null && spec.endTime && due > Date.parse(spec.endTime) ? null : due;
+}
+
+/**
+ * The due instant to fire for a trigger due at `due` when the time is `now`: `due` itself, or,
+ * when later due times have passed too (no hub ran, or none got to it), the latest of them only
+ * (api-map §7: no backfill). For a File trigger, the latest poll instant.
+ */
+export function dueToFire(spec: DueSpec, anchor: number, due: number, now: number): number {
+  if (spec.type === 'File') {
+    const period = spec.pollSeconds ? spec.pollSeconds * 1000 : DEFAULT_POLL_MS;
+    return Math.max(due, anchor + Math.floor((now - anchor) / period) * period);
+  }
+  const end = spec.endTime ? Math.min(now, Date.parse(spec.endTime)) : now;
+  const latest = new CronSchedule(spec.cronExpression ?? '', spec.timezone).latestIn(due, end);
+  return latest ?? due;
+}

@@ -62,14 +62,20 @@ export class TriggerSpecDto {
   @MaxLength(4096)
   path?: string;
 
-  @ApiPropertyOptional({ example: '*.csv', description: 'File: matched on the whole file name, case-sensitively; `*` any run of characters, `?` one. Required for File.' })
+  @ApiPropertyOptional({
+    example: '*.csv',
+    description: 'File: matched on the whole file name, case-sensitively; `*` any run of characters, `?` one. Required for File.',
+  })
   @IsOptional()
   @IsString()
   @MinLength(1)
   @MaxLength(255)
   pattern?: string;
 
-  @ApiPropertyOptional({ enum: FILE_EVENTS, description: 'File: Arrival fires once per new or changed file, Existence at each poll per file. Required for File.' })
+  @ApiPropertyOptional({
+    enum: FILE_EVENTS,
+    description: 'File: Arrival fires once per new or changed file, Existence at each poll per file. Required for File.',
+  })
   @IsOptional()
   @IsIn(FILE_EVENTS, { message: `event must be one of ${FILE_EVENTS.join(', ')}` })
   event?: FileEvent;

@@ -8,7 +8,6 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 
 @Index('pipeline_trigger_firings_trigger_time_idx', ['triggerId', 'triggerTime', 'id'])
 @Index('pipeline_trigger_firings_time_idx', ['triggerTime', 'id'])
 @Index('pipeline_trigger_firings_trigger_idx', ['triggerId', 'id'])
-@Index('pipeline_trigger_firings_created_idx', ['created'])
 @Index('pipeline_trigger_firings_cron_key', { synchronize: false })
 @Index('pipeline_trigger_firings_arrival_key', { synchronize: false })
 @Index('pipeline_trigger_firings_existence_key', { synchronize: false })

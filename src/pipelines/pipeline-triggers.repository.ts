@@ -1,0 +1,253 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { NamespaceScope } from '../common/http/access-scope.js';
+import { fetchListPage, isoTime, whereInScope, type ListPage } from '../common/query/list-page.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import type { FiringState, TriggerSpecShape, TriggerType } from './dto/pipeline-trigger.dto.js';
+import { PipelineTrigger } from './entities/pipeline-trigger.entity.js';
+import { TriggerFiring } from './entities/trigger-firing.entity.js';
+
+/** A trigger as replies and the firing loop read it: its pipeline's namespace beside it, times as ISO strings. */
+export interface TriggerRow {
+  readonly id: string;
+  readonly pipelineId: string;
+  readonly namespaceId: string;
+  readonly namespaceName: string;
+  readonly ownerId: string;
+  readonly ownerName: string;
+  readonly type: TriggerType;
+  readonly disabled: boolean;
+  readonly spec: TriggerSpecShape;
+  readonly executionProfileId: string;
+  readonly enabledAt: string;
+  readonly nextDue: string | null;
+  readonly lastTriggered: string | null;
+  readonly version: number;
+  readonly created: string;
+  readonly modified: string;
+}
+
+/** What a create or an update sets. */
+export interface TriggerChanges {
+  readonly pipelineId: string;
+  readonly owner: { readonly id: string; readonly name: string };
+  readonly disabled: boolean;
+  readonly spec: TriggerSpecShape;
+  readonly executionProfileId: string;
+  readonly enabledAt: Date;
+  readonly nextDue: Date | null;
+}
+
+export type TriggerListRow = Omit<TriggerRow, 'namespaceId' | 'namespaceName' | 'ownerName' | 'enabledAt' | 'nextDue'>;
+
+export interface FiringRow {
+  readonly triggerId: string;
+  readonly triggerTime: string;
+  readonly state: FiringState;
+  readonly runId: string | null;
+  readonly error: string | null;
+}
+
+/** A firing to record, with its claim key (api-map §7). */
+export interface NewFiring {
+  readonly triggerId: string;
+  readonly triggerTime: Date;
+  readonly kind: 'Cron' | 'Arrival' | 'Existence';
+  readonly file?: { readonly path: string; readonly size: number; readonly mtime: Date };
+  readonly runId: string | null;
+  readonly error: string | null;
+}
+
+/** A file as a poll saw it. */
+export interface SeenFile {
+  readonly path: string;
+  readonly size: number;
+  readonly mtime: Date;
+}
+
+const TRIGGER_COLUMNS = `t.id, t.pipeline_id AS "pipelineId", e.namespace_id AS "namespaceId", n.name AS "namespaceName", t.owner_id AS "ownerId",
+  t.owner_name AS "ownerName", t.type, t.disabled, t.spec, t.execution_profile_id AS "executionProfileId", ${isoTime('t.enabled_at')} AS "enabledAt",
+  ${isoTime('t.next_due')} AS "nextDue", ${isoTime('t.last_triggered')} AS "lastTriggered", t.version, ${isoTime('t.created')} AS created,
+  ${isoTime('t.modified')} AS modified`;
+const TRIGGER_FROM = 'pipeline_triggers t JOIN pipeline_entries e ON e.id = t.pipeline_id JOIN namespaces n ON n.id = e.namespace_id';
+
+const LIST_COLUMNS = ['id', 'pipelineId', 'ownerId', 'type', 'disabled', 'spec', 'executionProfileId', 'version'];
+const LIST_EXTRA = { created: isoTime('trigger.created'), modified: isoTime('trigger.modified'), lastTriggered: isoTime('trigger.last_triggered') };
+
+const FIRING_COLUMNS = ['triggerId', 'state', 'runId', 'error'];
+const FIRING_EXTRA = { triggerTime: isoTime('firing.trigger_time') };
+/** The namespace of a firing, for narrowing by access: its trigger's pipeline's. */
+const FIRING_NAMESPACE =
+  '(SELECT fe.namespace_id FROM pipeline_triggers ft JOIN pipeline_entries fe ON fe.id = ft.pipeline_id WHERE ft.id = firing.trigger_id)';
+
+const CLAIM_KEYS = {
+  Cron: "(trigger_id, trigger_time) WHERE kind = 'Cron'",
+  Arrival: "(trigger_id, path, size, mtime) WHERE kind = 'Arrival'",
+  Existence: "(trigger_id, trigger_time, path) WHERE kind = 'Existence'",
+} as const;
+
+@Injectable()
+export class PipelineTriggersRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** A page of a pipeline's triggers. */
+  list(pipelineId: string, query: ListQuery): Promise<ListPage<TriggerListRow>> {
+    const qb = this.dataSource.getRepository(PipelineTrigger).createQueryBuilder('trigger').where('trigger.pipeline_id = :pipelineId', { pipelineId });
+    return fetchListPage<PipelineTrigger, TriggerListRow>(qb, query, { columns: LIST_COLUMNS, extra: LIST_EXTRA });
+  }
+
+  async find(id: string, manager: EntityManager = this.dataSource.manager): Promise<TriggerRow | null> {
+    const rows: TriggerRow[] = await manager.query(`SELECT ${TRIGGER_COLUMNS} FROM ${TRIGGER_FROM} WHERE t.id = $1`, [id]);
+    return rows[0] ?? null;
+  }
+
+  /** Inserts a trigger, with the files a File trigger takes as seen (those present when it is created). */
+  async insert(changes: TriggerChanges, seen?: readonly SeenFile[]): Promise<TriggerRow> {
+    const id = await this.dataSource.transaction(async (manager) => {
+      const [{ id }]: { id: string }[] = await manager.query(
+        `INSERT INTO pipeline_triggers (pipeline_id, owner_id, owner_name, type, disabled, spec, execution_profile_id, enabled_at, next_due, version)
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, 1) RETURNING id`,
+        [
+          changes.pipelineId,
+          changes.owner.id,
+          changes.owner.name,
+          changes.spec.type,
+          changes.disabled,
+          JSON.stringify(changes.spec),
+          changes.executionProfileId,
+          changes.enabledAt,
+          changes.nextDue,
+        ],
+      );
+      if (seen) await this.arrivals(manager, id, seen);
+      return id;
+    });
+    return (await this.find(id)) as TriggerRow;
+  }
+
+  /**
+   * Writes `changes` if the trigger is still at `version` (with the files a File trigger takes as
+   * seen when it is enabled); false when it changed meanwhile (or is gone).
+   */
+  async update(id: string, version: number, changes: TriggerChanges, seen?: readonly SeenFile[]): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      const updated: unknown[] = await manager.query(
+        `UPDATE pipeline_triggers SET owner_id = $3, owner_name = $4, type = $5, disabled = $6, spec = $7::jsonb, execution_profile_id = $8, enabled_at = $9,
+           next_due = $10, version = version + 1, modified = now()
+         WHERE id = $1 AND version = $2 RETURNING id`,
+        [
+          id,
+          version,
+          changes.owner.id,
+          changes.owner.name,
+          changes.spec.type,
+          changes.disabled,
+          JSON.stringify(changes.spec),
+          changes.executionProfileId,
+          changes.enabledAt,
+          changes.nextDue,
+        ],
+      );
+      if (updated.length === 0) return false;
+      if (seen) await this.replaceSeen(manager, id, seen);
+      return true;
+    });
+  }
+
+  /** Deletes a trigger still at `version`, with its firings and seen files; false when it changed meanwhile (or is gone). */
+  async delete(id: string, version: number): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query('DELETE FROM pipeline_triggers WHERE id = $1 AND version = $2 RETURNING id', [id, version]);
+    return rows.length > 0;
+  }
+
+  /** A page of firings: of one trigger, or of every trigger in `scope`. */
+  listFirings(query: ListQuery, only: { triggerId: string } | { scope: NamespaceScope }): Promise<ListPage<FiringRow>> {
+    const qb = this.dataSource.getRepository(TriggerFiring).createQueryBuilder('firing');
+    if ('triggerId' in only) qb.where('firing.trigger_id = :triggerId', { triggerId: only.triggerId });
+    else whereInScope(qb, { namespace: FIRING_NAMESPACE }, only.scope);
+    return fetchListPage<TriggerFiring, FiringRow>(qb, query, { columns: FIRING_COLUMNS, extra: FIRING_EXTRA });
+  }
+
+  // The firing loop's statements.
+
+  /** The earliest instant a trigger is due, if any is enabled. */
+  async earliestDue(): Promise<Date | null> {
+    const [row]: { due: Date | null }[] = await this.dataSource.query('SELECT min(next_due) AS due FROM pipeline_triggers WHERE next_due IS NOT NULL');
+    return row.due;
+  }
+
+  /** Up to `limit` triggers due by `now`, locked for the transaction; those another hub holds are skipped (it fires them). */
+  async claimDue(manager: EntityManager, now: Date, limit: number): Promise<TriggerRow[]> {
+    return manager.query(
+      `SELECT ${TRIGGER_COLUMNS} FROM ${TRIGGER_FROM}
+       WHERE t.id IN (SELECT id FROM pipeline_triggers WHERE next_due IS NOT NULL AND next_due <= $1 ORDER BY next_due LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [now, limit],
+    );
+  }
+
+  /** Records a firing unless its claim key was fired already; whether it was recorded. */
+  async insertFiring(manager: EntityManager, firing: NewFiring): Promise<boolean> {
+    const rows: unknown[] = await manager.query(
+      `INSERT INTO pipeline_trigger_firings (trigger_id, trigger_time, kind, path, size, mtime, state, run_id, error)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT ${CLAIM_KEYS[firing.kind]} DO NOTHING RETURNING id`,
+      [
+        firing.triggerId,
+        firing.triggerTime,
+        firing.kind,
+        firing.file?.path ?? null,
+        firing.file?.size ?? null,
+        firing.file?.mtime ?? null,
+        firing.runId ? 'Success' : 'Failed',
+        firing.runId,
+        firing.runId ? null : firing.error,
+      ],
+    );
+    return rows.length > 0;
+  }
+
+  /** After a claimed trigger was handled: its next due instant, and the latest triggerTime it fired. */
+  async advance(manager: EntityManager, id: string, nextDue: Date | null, lastTriggered: Date | null): Promise<void> {
+    await manager.query(
+      `UPDATE pipeline_triggers SET next_due = $2, last_triggered = CASE WHEN $3::timestamptz IS NULL THEN last_triggered ELSE greatest(last_triggered, $3::timestamptz) END
+       WHERE id = $1`,
+      [id, nextDue, lastTriggered],
+    );
+  }
+
+  /**
+   * Of the files a poll saw, those new or changed (size or mtime) since the trigger last saw them,
+   * now recorded as seen. Under the trigger's row lock; the conditional upsert alone would also
+   * let only one of two concurrent polls have a file.
+   */
+  async arrivals(manager: EntityManager, triggerId: string, files: readonly SeenFile[]): Promise<SeenFile[]> {
+    if (files.length === 0) return [];
+    const rows: { path: string; size: string; mtime: Date }[] = await manager.query(
+      `INSERT INTO pipeline_trigger_seen_files AS s (trigger_id, path, size, mtime)
+       SELECT $1, f.path, f.size, f.mtime FROM jsonb_to_recordset($2::jsonb) AS f(path text, size bigint, mtime timestamptz)
+       ON CONFLICT (trigger_id, path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime
+       WHERE s.size <> excluded.size OR s.mtime <> excluded.mtime
+       RETURNING path, size, mtime`,
+      [triggerId, JSON.stringify(files.map((file) => ({ path: file.path, size: file.size, mtime: file.mtime.toISOString() })))],
+    );
+    return rows.map((row) => ({ path: row.path, size: Number(row.size), mtime: row.mtime })).sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  /** Deletes firings whose triggerTime is before `before`, a batch at a time; how many. */
+  async pruneFirings(before: Date, batch: number): Promise<number> {
+    let pruned = 0;
+    for (;;) {
+      const rows: unknown[] = await this.dataSource.query(
+        'DELETE FROM pipeline_trigger_firings WHERE id IN (SELECT id FROM pipeline_trigger_firings WHERE trigger_time < $1 LIMIT $2) RETURNING 1',
+        [before, batch],
+      );
+      pruned += rows.length;
+      if (rows.length < batch) return pruned;
+    }
+  }
+
+  /** The files a File trigger takes as seen when it is created or enabled: those present then. */
+  private async replaceSeen(manager: EntityManager, triggerId: string, files: readonly SeenFile[]): Promise<void> {
+    await manager.query('DELETE FROM pipeline_trigger_seen_files WHERE trigger_id = $1', [triggerId]);
+    await this.arrivals(manager, triggerId, files);
+  }
+}
