@@ -44,6 +44,8 @@ interface Fixtures {
   readonly run: string;
   readonly doomedRun: string;
   readonly cancellableRun: string;
+  readonly trigger: string;
+  readonly doomedTrigger: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -72,6 +74,13 @@ const FIXTURE_NAMES = {
 } as const;
 
 const PIPELINE_SPEC = { nodes: [{ name: 'only', task: { type: 'rawexec', command: 'true' } }] };
+/** A trigger of the fixture pipeline that is never due within the spec (1 January). */
+const TRIGGER_BODY = (f: Fixtures) => ({
+  pipelineId: f.pipelineEntry,
+  disabled: false,
+  trigger: { type: 'Cron', cronExpression: '0 0 1 1 *' },
+  executionProfileId: f.executionProfile,
+});
 
 interface Caller {
   readonly id: string;
@@ -757,6 +766,89 @@ const ROUTES: readonly RouteCase[] = [
     alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.executionProfile}`, actions: ['Use'] }],
     allowed: 201,
   },
+  // Triggers, checked as their pipeline
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/entries/:id/triggers',
+    access: { object: '/Pipelines/{id}', action: 'Read', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/entries/:id/triggers',
+    access: { object: '/Pipelines/{id}', action: 'Update', namespace: { resource: 'pipelineEntry', param: 'id' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ id: f.pipelineEntry }),
+    payload: (f) => TRIGGER_BODY(f),
+    alsoNeeds: (f) => [
+      { object: `/Pipelines/${f.pipelineEntry}`, actions: ['Execute'] },
+      { object: `/ExecutionProfiles/${f.executionProfile}`, actions: ['Use'] },
+    ],
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/triggers/:triggerId',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Read', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.trigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/pipelines/triggers/:triggerId/run-as-me',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Update', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.trigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    alsoNeeds: (f) => [
+      { object: `/Pipelines/${f.pipelineEntry}`, actions: ['Execute'] },
+      { object: `/ExecutionProfiles/${f.executionProfile}`, actions: ['Use'] },
+    ],
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/pipelines/triggers/:triggerId',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Update', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.trigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    payload: (f) => TRIGGER_BODY(f),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/pipelines/triggers/:triggerId',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Update', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.trigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    payload: () => [{ op: 'replace', path: '/disabled', value: true }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/pipelines/triggers/:triggerId',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Update', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.doomedTrigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/pipelines/triggers/:triggerId/firings',
+    access: { object: '/PipelineTriggers/{triggerId}', action: 'Read', namespace: { resource: 'pipelineTrigger', param: 'triggerId' } },
+    resource: FIXTURE_NAMES.pipelineEntry,
+    params: (f) => ({ triggerId: f.trigger }),
+    checks: (f) => `/Pipelines/${f.pipelineEntry}`,
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/pipelines/firings', access: { object: '/Pipelines', action: 'Read', namespaced: true }, allowed: 200 },
   // Pipeline runs (the fixtures run in namespace default)
   { method: 'GET', path: '/api/v2/pipelines/runs', access: { object: '/PipelineRuns', action: 'Read', namespaced: true, self: { owned: true } }, allowed: 200 },
   {
@@ -989,6 +1081,7 @@ describe('route access control', () => {
         '/api/v2/cluster/jobs?page[limit]=1000',
         '/api/v2/pipelines/entries?page[limit]=1000',
         '/api/v2/pipelines/runs?page[limit]=1000',
+        `/api/v2/pipelines/entries/${fixtures.pipelineEntry}/triggers?page[limit]=1000`,
       ].map((url) => asAdmin('GET', url)),
     );
 
@@ -1094,7 +1187,11 @@ describe('route access control', () => {
       pipelineEntry: await createPipelineEntry(FIXTURE_NAMES.pipelineEntry),
       doomedPipelineEntry: await createPipelineEntry(FIXTURE_NAMES.doomedPipelineEntry),
       ...(await runFixtures((profiles.data as { _id: string }[])[0]._id)),
+      trigger: '',
+      doomedTrigger: '',
     };
+    const createTrigger = async () => (await asAdmin('POST', `/api/v2/pipelines/entries/${fixtures.pipelineEntry}/triggers`, TRIGGER_BODY(fixtures), 201)).id;
+    fixtures = { ...fixtures, trigger: await createTrigger(), doomedTrigger: await createTrigger() };
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
     for (const route of PERMISSION_ROUTES) {
