@@ -164,7 +164,19 @@ export class PipelineTriggersRepository {
   listFirings(query: ListQuery, only: { triggerId: string } | { scope: NamespaceScope }): Promise<ListPage<FiringRow>> {
     const qb = this.dataSource.getRepository(TriggerFiring).createQueryBuilder('firing');
     if ('triggerId' in only) qb.where('firing.trigger_id = :triggerId', { triggerId: only.triggerId });
-    else whereInScope(qb, { namespace: FIRING_NAMESPACE }, only.scope);
+    else {
+      // The triggers of the pipelines in scope, a semi-join: few rows, found by the pipelines' namespaces (and ids, for a Deny on some).
+      const visible = whereInScope(
+        this.dataSource
+          .createQueryBuilder()
+          .select('scoped.id')
+          .from('pipeline_triggers', 'scoped')
+          .innerJoin('pipeline_entries', 'scoped_entry', 'scoped_entry.id = scoped.pipeline_id'),
+        { namespace: 'scoped_entry.namespace_id', item: 'scoped_entry.id' },
+        only.scope,
+      );
+      if (visible.expressionMap.wheres.length > 0) qb.andWhere(`firing.trigger_id IN (${visible.getQuery()})`, visible.getParameters());
+    }
     return fetchListPage<TriggerFiring, FiringRow>(qb, query, { columns: FIRING_COLUMNS, extra: FIRING_EXTRA });
   }
 
