@@ -76,9 +76,6 @@ const LIST_EXTRA = { created: isoTime('trigger.created'), modified: isoTime('tri
 
 const FIRING_COLUMNS = ['triggerId', 'state', 'runId', 'error'];
 const FIRING_EXTRA = { triggerTime: isoTime('firing.trigger_time') };
-/** The namespace of a firing, for narrowing by access: its trigger's pipeline's. */
-const FIRING_NAMESPACE =
-  '(SELECT fe.namespace_id FROM pipeline_triggers ft JOIN pipeline_entries fe ON fe.id = ft.pipeline_id WHERE ft.id = firing.trigger_id)';
 
 const CLAIM_KEYS = {
   Cron: "(trigger_id, trigger_time) WHERE kind = 'Cron'",
