@@ -439,6 +439,19 @@ describe('pipeline triggers', () => {
       expect(firing).toEqual({ triggerId: trigger.id, triggerTime: '2026-06-02T00:00:01.000Z', state: 'Failed', error: expect.stringContaining('only') });
       expect((await get(`${TRIGGERS}/${trigger.id}`)).json().lastTriggered).toBe('2026-06-02T00:00:01.000Z');
     }, 30_000);
+
+    it('prunes firings whose triggerTime is more than HUB_RUN_RETENTION_DAYS old, and keeps the others', async () => {
+      const clock = freezeClock(hub, new Date('2026-06-03T00:00:00.000Z'));
+      const pipelineId = await pipeline();
+      const trigger = await create(pipelineId, cron('* * * * * *'));
+      await clock.tick(2 * SECOND);
+      await disable(trigger.id);
+      const loop = hub.app.get(TriggerFiringLoop);
+      expect(await loop.prune(Date.parse('2026-07-03T00:00:00.000Z'))).toBeGreaterThanOrEqual(0);
+      expect(times(await firingsOf(trigger.id))).toEqual(['2026-06-03T00:00:01.000Z', '2026-06-03T00:00:02.000Z']);
+      expect(await loop.prune(Date.parse('2026-07-03T00:00:01.500Z'))).toBeGreaterThanOrEqual(1);
+      expect(times(await firingsOf(trigger.id))).toEqual(['2026-06-03T00:00:02.000Z']);
+    }, 30_000);
   });
 
   describe('File triggers', () => {
