@@ -18,14 +18,23 @@ import { EXECUTION_PROFILE_LIST_QUERY, PROFILE_BINDING_LIST_QUERY } from '../src
 import { type ProfileBindingsRepository } from '../src/execution-profiles/profile-bindings.repository.js';
 import { NAMESPACE_LIST_QUERY } from '../src/namespaces/namespace-list.query.js';
 import { type NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
-import { namespaceFilterOf, narrowedToNamespaces, PIPELINE_ENTRY_LIST_QUERY, PIPELINE_RUN_LIST_QUERY } from '../src/pipelines/list-queries.js';
+import {
+  FIRING_LIST_QUERY,
+  namespaceFilterOf,
+  narrowedToNamespaces,
+  PIPELINE_ENTRY_LIST_QUERY,
+  PIPELINE_RUN_LIST_QUERY,
+  TRIGGER_FIRING_LIST_QUERY,
+  TRIGGER_LIST_QUERY,
+} from '../src/pipelines/list-queries.js';
 import { type PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { type PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
+import { type PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
 import { type AuditRepository } from '../src/rbac/audit.repository.js';
 import { AUDIT_LIST_QUERY, ROLE_BINDING_DELETE_QUERY, ROLE_BINDING_LIST_QUERY, ROLE_LIST_QUERY } from '../src/rbac/list-queries.js';
 import { type RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { type RolesRepository } from '../src/rbac/roles.repository.js';
-import { MILLION, seededEntryTime, seededRunTime, seededTime } from './million.js';
+import { MILLION, seededEntryTime, seededFiringTime, seededRunTime, seededTime } from './million.js';
 
 /**
  * Who a case lists as: everything (an administrator), one namespace and their own items, or the
@@ -47,6 +56,8 @@ export interface Seeded {
   /** A folder of pipeline entries (folder-42, in seed-ns-02) and a pipeline inside it (the first by name, one of those the seeded runs are of). */
   readonly folderId: string;
   readonly pipelineId: string;
+  /** The oldest trigger of that pipeline (with a hundred firings). */
+  readonly triggerId: string;
 }
 
 export interface Repositories {
@@ -63,6 +74,7 @@ export interface Repositories {
   readonly profileBindings: ProfileBindingsRepository;
   readonly pipelineEntries: PipelineEntriesRepository;
   readonly pipelineRuns: PipelineRunsRepository;
+  readonly pipelineTriggers: PipelineTriggersRepository;
 }
 
 export interface ListCase {
@@ -158,7 +170,63 @@ function runs(title: string, raw: (seeded: Seeded) => RawQuery, caller: Caller =
   };
 }
 
+const TRIGGER_LATE = new Date(Date.parse(seededEntryTime(0)) + 75 * 1000).toISOString(); // the last 25 of the pipeline's 100 triggers
+const FIRING_RECENT = seededFiringTime(MILLION.others - 8_640); // the last day of a million firings
+const FIRING_EARLY = seededFiringTime(100_000);
+
+function triggers(title: string, raw: (seeded: Seeded) => RawQuery): ListCase {
+  return {
+    area: 'pipelines',
+    file: 'pipeline-triggers',
+    spec: TRIGGER_LIST_QUERY,
+    path: `GET /pipelines/entries/{id}/triggers${title}`,
+    raw,
+    run: (r, q, _s, _c, seeded) => r.pipelineTriggers.list(seeded.pipelineId, q),
+  };
+}
+
+function triggerFirings(title: string, raw: (seeded: Seeded) => RawQuery): ListCase {
+  return {
+    area: 'pipelines',
+    file: 'trigger-firings',
+    spec: TRIGGER_FIRING_LIST_QUERY,
+    path: `GET /pipelines/triggers/{triggerId}/firings${title}`,
+    raw,
+    run: (r, q, _s, _c, seeded) => r.pipelineTriggers.listFirings(q, { triggerId: seeded.triggerId }),
+  };
+}
+
+function firings(title: string, raw: (seeded: Seeded) => RawQuery, caller: Caller = 'administrator'): ListCase {
+  return {
+    area: 'pipelines',
+    file: 'trigger-firings',
+    spec: FIRING_LIST_QUERY,
+    path: `GET /pipelines/firings${title}`,
+    raw,
+    caller,
+    run: (r, q, s) => r.pipelineTriggers.listFirings(q, { scope: s }),
+  };
+}
+
 export const CASES: ListCase[] = [
+  triggers('', () => ({})),
+  triggers('?sort=-modified', () => ({ sort: '-modified' })),
+  triggers('?filter[type][EQ]=File', () => ({ 'filter[type][EQ]': 'File' })),
+  triggers('?filter[disabled][EQ]=true&sort=-created', () => ({ 'filter[disabled][EQ]': 'true', sort: '-created' })),
+  triggers('?filter[created][GT]=<the last 50>', () => ({ 'filter[created][GT]': TRIGGER_LATE })),
+  triggerFirings('', () => ({})),
+  triggerFirings('?sort=triggerTime', () => ({ sort: 'triggerTime' })),
+  triggerFirings('?filter[triggerTime][GT]=<last day>', () => ({ 'filter[triggerTime][GT]': FIRING_RECENT })),
+  triggerFirings('?filter[triggerTime][LT]=<early>&sort=-triggerTime', () => ({ 'filter[triggerTime][LT]': FIRING_EARLY, sort: '-triggerTime' })),
+  triggerFirings('?page[offset]=50', () => ({ 'page[offset]': '50' })),
+  firings('', () => ({})),
+  firings('?sort=triggerId', () => ({ sort: 'triggerId' })),
+  firings('?filter[triggerId][EQ]=<a trigger>', (s) => ({ 'filter[triggerId][EQ]': s.triggerId })),
+  firings('?filter[triggerTime][GT]=<last day>', () => ({ 'filter[triggerTime][GT]': FIRING_RECENT })),
+  firings('?filter[triggerTime][LT]=<early>&sort=triggerTime', () => ({ 'filter[triggerTime][LT]': FIRING_EARLY, sort: 'triggerTime' })),
+  firings('?page[offset]=900000', () => ({ 'page[offset]': '900000' })),
+  firings('', () => ({}), 'narrowed'),
+  firings('?filter[triggerId][EQ]=<a trigger>', (s) => ({ 'filter[triggerId][EQ]': s.triggerId }), 'narrowed'),
   jobs('', {}),
   jobs('?page[limit]=1000', { 'page[limit]': '1000' }),
   jobs('?filter[status][EQ]=running', { 'filter[status][EQ]': 'running' }),

@@ -35,6 +35,7 @@ import { ProfileBindingsRepository } from '../src/execution-profiles/profile-bin
 import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
+import { PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { RolesRepository } from '../src/rbac/roles.repository.js';
@@ -138,6 +139,9 @@ async function main(): Promise<void> {
       profileId: await one(`SELECT id FROM execution_profiles WHERE name = 'profile-0042'`),
       folderId: await one(`SELECT id FROM pipeline_entries WHERE name = 'folder-42'`),
       pipelineId: await one(`SELECT id FROM pipeline_entries WHERE folder_path = '/folder-42' ORDER BY name LIMIT 1`),
+      triggerId: await one(
+        `SELECT t.id FROM pipeline_triggers t WHERE t.pipeline_id = (SELECT id FROM pipeline_entries WHERE folder_path = '/folder-42' ORDER BY name LIMIT 1) ORDER BY t.created LIMIT 1`,
+      ),
     };
     for (const row of (
       await client.query<{ index: string; table: string }>(`SELECT indexname AS index, tablename AS table FROM pg_indexes WHERE schemaname = 'public'`)
@@ -159,6 +163,7 @@ async function main(): Promise<void> {
       profileBindings: new ProfileBindingsRepository(dataSource),
       pipelineEntries: new PipelineEntriesRepository(dataSource),
       pipelineRuns: new PipelineRunsRepository(dataSource),
+      pipelineTriggers: new PipelineTriggersRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

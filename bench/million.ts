@@ -106,6 +106,7 @@ export async function seedMillion(
     if (size.others > 0) await seedOthers(step, size.others);
     if (size.others > 0) await seedPipelineEntries(step, size.others);
     if (size.others > 0) await seedPipelineRuns(step, size.others);
+    if (size.others > 0) await seedTriggerFirings(step, size.others);
     if (options.rebuildIndexes) {
       const began = performance.now();
       await rebuild(url, rebuilt);
@@ -137,6 +138,7 @@ const SEEDED_TABLES = [
   'credentials',
   'pipeline_entries',
   'pipeline_runs',
+  'pipeline_trigger_firings',
 ];
 
 /** Drops the seeded tables' indexes that back no constraint; returns the statements that make them again. */
@@ -256,6 +258,47 @@ async function seedPipelineRuns(step: (what: string, text: string) => Promise<vo
              FROM (SELECT id, user_name FROM users WHERE user_name LIKE 'seed-user-%' ORDER BY user_name LIMIT ${SEED_RUN_OWNERS}) u) us,
           (SELECT array_agg(id ORDER BY name) AS ids
              FROM (SELECT id, name FROM pipeline_entries WHERE folder_path = '/folder-42' ORDER BY name LIMIT ${SEED_RUN_PIPELINES}) p) pl`,
+  );
+}
+
+/** Triggers: SEED_TRIGGERS_PER_PIPELINE of each of SEED_TRIGGER_PIPELINES pipelines (those of `/folder-42` first, by name), a tenth disabled, a tenth File. */
+export const SEED_TRIGGERS_PER_PIPELINE = 100;
+export const SEED_TRIGGER_PIPELINES = 100;
+
+/** The seeded due time of trigger firing `i` (1-based), SEED_SPACING_SECONDS apart as the jobs. */
+export function seededFiringTime(i: number): string {
+  return seededTime(i);
+}
+
+/**
+ * SEED_TRIGGERS_PER_PIPELINE triggers of each of SEED_TRIGGER_PIPELINES pipelines, those of
+ * `/folder-42` by name first (created a second apart, those of the first pipeline first), none due
+ * (a hub on the database leaves them be), and `n` firings over them round-robin, due
+ * SEED_SPACING_SECONDS apart: 95 % Success with a run id, 5 % Failed with an error.
+ */
+async function seedTriggerFirings(step: (what: string, text: string) => Promise<void>, n: number): Promise<void> {
+  const triggers = SEED_TRIGGER_PIPELINES * SEED_TRIGGERS_PER_PIPELINE;
+  await step(
+    `${triggers} triggers`,
+    `INSERT INTO pipeline_triggers (pipeline_id, owner_id, owner_name, type, disabled, spec, execution_profile_id, enabled_at, next_due, version, created, modified)
+     SELECT pl.ids[1 + (k - 1) / ${SEED_TRIGGERS_PER_PIPELINE}], u.id, u.user_name, CASE WHEN k % 10 = 5 THEN 'File' ELSE 'Cron' END, k % 10 = 0,
+            CASE WHEN k % 10 = 5 THEN '{"type":"File","path":"/srv/inbox","pattern":"*.csv","event":"Arrival"}'::jsonb
+                 ELSE '{"type":"Cron","cronExpression":"*/10 * * * * *"}'::jsonb END,
+            '00000000-0000-4000-8000-000000000042', t, NULL, 1, t, t + interval '1 day'
+     FROM generate_series(1, ${triggers}) k,
+          LATERAL (SELECT '${SEED_EPOCH}'::timestamptz + k * interval '1 second' AS t) time,
+          (SELECT id, user_name FROM users WHERE user_name = 'seed-user-000') u,
+          (SELECT array_agg(id ORDER BY name) AS ids
+             FROM (SELECT id, name FROM pipeline_entries WHERE type = 'Pipeline' ORDER BY folder_path = '/folder-42' DESC, name LIMIT ${SEED_TRIGGER_PIPELINES}) p) pl`,
+  );
+  await step(
+    `${n} trigger firings`,
+    `INSERT INTO pipeline_trigger_firings (trigger_id, trigger_time, kind, state, run_id, error, created)
+     SELECT tr.ids[1 + i % ${triggers}], t, 'Cron', CASE WHEN i % 20 = 0 THEN 'Failed' ELSE 'Success' END,
+            CASE WHEN i % 20 <> 0 THEN gen_random_uuid() END, CASE WHEN i % 20 = 0 THEN 'The run was refused' END, t
+     FROM generate_series(1, ${n}) i,
+          LATERAL (SELECT '${SEED_EPOCH}'::timestamptz + i * interval '${SEED_SPACING_SECONDS} seconds' AS t) time,
+          (SELECT array_agg(id ORDER BY created) AS ids FROM pipeline_triggers) tr`,
   );
 }
 

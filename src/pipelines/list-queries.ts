@@ -135,9 +135,10 @@ export const TRIGGER_LIST_QUERY = defineListQuery({
   tieBreaker: 'trigger.id',
   indexes: {
     sorts: { created: 'pipeline_triggers_pipeline_created_idx', modified: 'pipeline_triggers_pipeline_modified_idx' },
+    // Two values each, among one pipeline's triggers: those are found by an index led by the pipeline, and checked.
     filters: {
-      type: { unindexed: "two values among one pipeline's triggers, found along the index of the pipeline and the sort" },
-      disabled: { unindexed: "two values among one pipeline's triggers, found along the index of the pipeline and the sort" },
+      type: ['pipeline_triggers_pipeline_created_idx', 'pipeline_triggers_pipeline_modified_idx'],
+      disabled: ['pipeline_triggers_pipeline_created_idx', 'pipeline_triggers_pipeline_modified_idx'],
       created: 'pipeline_triggers_pipeline_created_idx',
       modified: 'pipeline_triggers_pipeline_modified_idx',
     },
@@ -179,8 +180,15 @@ export const FIRING_LIST_QUERY = defineListQuery({
   defaultSort: '-triggerTime',
   tieBreaker: 'firing.id',
   indexes: {
-    sorts: { triggerTime: 'pipeline_trigger_firings_time_idx', triggerId: 'pipeline_trigger_firings_trigger_idx' },
-    filters: { triggerId: 'pipeline_trigger_firings_trigger_time_idx', triggerTime: 'pipeline_trigger_firings_time_idx' },
+    // A caller narrowed to namespaces reads the firings of the triggers in scope (a semi-join) through the indexes led by the trigger.
+    sorts: {
+      triggerTime: ['pipeline_trigger_firings_time_idx', 'pipeline_trigger_firings_trigger_time_idx'],
+      triggerId: 'pipeline_trigger_firings_trigger_idx',
+    },
+    filters: {
+      triggerId: ['pipeline_trigger_firings_trigger_time_idx', 'pipeline_trigger_firings_trigger_idx'],
+      triggerTime: 'pipeline_trigger_firings_time_idx',
+    },
     ordered: [
       { filter: 'triggerTime', operators: ['LT', 'GT'], sorts: ['triggerTime'] },
       { filter: 'triggerId', operators: ['EQ'], sorts: ['triggerId'] },
