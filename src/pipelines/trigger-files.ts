@@ -54,14 +54,34 @@ export async function listableBy(path: string, identity: FileIdentity | null): P
   }
 }
 
+/** Whether `candidate` (resolved) lies in one of `roots` (resolved). */
+function within(candidate: string, roots: readonly string[]): boolean {
+  return roots.some((root) => candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep));
+}
+
+async function realRoots(roots: readonly string[]): Promise<string[]> {
+  return Promise.all(roots.map((root) => realpath(root).catch(() => root)));
+}
+
+/**
+ * The directory a poll lists: `path` with its symbolic links resolved now (one may have been
+ * changed since the trigger was checked), `outside` when that leads out of the roots, null when it
+ * does not exist (no files).
+ */
+export async function resolvedWatchedPath(path: string, roots: readonly string[]): Promise<{ readonly real: string } | 'outside' | null> {
+  const real = await realpath(path).catch(() => null);
+  if (real === null) return null;
+  return within(real, await realRoots(roots)) ? { real } : 'outside';
+}
+
 /** Why a File trigger's `path` cannot be watched, or null when it can (api-map §7). */
 export async function watchedPathProblem(path: string, roots: readonly string[], identity: FileIdentity | null): Promise<string | null> {
   if (!isAbsolute(path) || normalize(path) !== path.replace(/(.)\/+$/, '$1')) return `path '${path}' must be an absolute path without . or .. parts`;
   // Symbolic links are resolved first, so that none leads out of the roots.
   const real = await realpath(path).catch(() => null);
-  const realRoots = await Promise.all(roots.map((root) => realpath(root).catch(() => root)));
-  const under = (candidate: string) => realRoots.some((root) => candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep));
-  if (!under(real ?? normalize(path))) return `path '${path}' is not under ${roots.map((root) => `'${root}'`).join(' or ')} (HUB_TRIGGER_FILE_ROOTS)`;
+  const resolvedRoots = await realRoots(roots);
+  if (!within(real ?? normalize(path), resolvedRoots))
+    return `path '${path}' is not under ${roots.map((root) => `'${root}'`).join(' or ')} (HUB_TRIGGER_FILE_ROOTS)`;
   if (real === null || !(await stat(real)).isDirectory()) return `path '${path}' is not an existing directory`;
   if (!(await listableBy(real, identity))) return `path '${path}' is not readable by the owner's job identity`;
   return null;

@@ -10,7 +10,7 @@ import { HubError, RefusedError } from '../common/errors/hub-errors.js';
 import type { Caller } from '../common/http/caller.js';
 import { PipelineRunsService } from './pipeline-runs.service.js';
 import { PipelineTriggersRepository, type NewFiring, type SeenFile, type TriggerRow } from './pipeline-triggers.repository.js';
-import { matchingFiles } from './trigger-files.js';
+import { matchingFiles, resolvedWatchedPath } from './trigger-files.js';
 import { dueAfter, dueToFire } from './trigger-schedule.js';
 
 /** Triggers claimed per transaction: their row locks are held while their runs are created. */
@@ -204,7 +204,17 @@ export class TriggerFiringLoop implements OnApplicationBootstrap, OnModuleDestro
     let files: SeenFile[];
     try {
       const identity = await this.cluster.jobIdentityOf({ id: trigger.ownerId, name: trigger.ownerName });
-      files = await matchingFiles(path as string, pattern as string, recursive ?? false, identity);
+      const directory = await resolvedWatchedPath(path as string, this.config.triggerFileRoots);
+      if (directory === 'outside')
+        return [
+          {
+            kind: 'Existence',
+            triggerTime: at,
+            file: { path: path as string, size: 0, mtime: at },
+            refused: `path '${path}' now leads outside HUB_TRIGGER_FILE_ROOTS (a symbolic link changed): nothing there is read`,
+          },
+        ];
+      files = directory === null ? [] : await matchingFiles(directory.real, pattern as string, recursive ?? false, identity);
     } catch (error) {
       if (!(error instanceof HubError)) throw error;
       // The owner's job identity is refused now: one failed firing per poll, keyed by the directory, says so.

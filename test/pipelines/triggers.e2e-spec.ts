@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { TriggerFiringLoop } from '../../src/pipelines/trigger-firing-loop.js';
@@ -497,6 +497,35 @@ describe('pipeline triggers', () => {
       firings = await firingsOf(trigger.id);
       expect(firings.length).toBe(4);
     }, 90_000);
+
+    it('reads nothing once a symbolic link in its path leads outside HUB_TRIGGER_FILE_ROOTS: the poll is a Failed firing', async () => {
+      const real = join(inbox, 'linked-real');
+      const outside = enterableTempDir('hub-trigger-outside-');
+      mkdirSync(real, { recursive: true });
+      writeFileSync(join(outside, 'secret.dat'), 's');
+      const link = join(inbox, 'linked');
+      symlinkSync(real, link);
+      const clock = freezeClock(hub, new Date('2026-07-03T00:00:00.000Z'));
+      const pipelineId = await pipeline();
+      const missing = await post(
+        `${ENTRIES}/${pipelineId}/triggers`,
+        body(pipelineId, { type: 'File', path: join(inbox, 'nowhere'), pattern: '*', event: 'Existence' }),
+      );
+      expectProblem(missing, 400);
+      const trigger = await create(pipelineId, { type: 'File', path: link, pattern: '*.dat', event: 'Existence', pollSeconds: 1 });
+      unlinkSync(link);
+      symlinkSync(outside, link);
+      await clock.tick(SECOND);
+      await disable(trigger.id);
+      const [firing] = await firingsOf(trigger.id);
+      expect(firing).toEqual({
+        triggerId: trigger.id,
+        triggerTime: '2026-07-03T00:00:01.000Z',
+        state: 'Failed',
+        error: expect.stringContaining('outside HUB_TRIGGER_FILE_ROOTS'),
+      });
+      rmSync(outside, { recursive: true, force: true });
+    }, 30_000);
 
     it('fires Existence at each poll for each matching file', async () => {
       const directory = join(inbox, 'existence');
