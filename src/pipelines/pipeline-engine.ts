@@ -2,7 +2,8 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
 import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
-import { FilesCopiedOut, type CopiedFile } from '../cluster/files-copied-out.js';
+import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
+import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -11,6 +12,8 @@ import { attemptsOf, FETCH_FAILED_EXIT, INPUTS_FILE, nodeCommand, parseInputNote
 import { PipelineRunsRepository, type LockedRun, type NodeEvent, type NodeRow, type ResultRow, type RunRow } from './pipeline-runs.repository.js';
 import { FINISHED, RunGraph, type Outcome } from './run-graph.js';
 
+/** The change feed's "table" of owners some of whose nodes the quota now holds back (id: the owner). */
+const OVER_QUOTA_NOTICE = 'pipeline_owner_over_quota';
 /** The prefix of a node job's workload key: `pipeline-run:<run id>:<node name>`. */
 const KEY_PREFIX = 'pipeline-run:';
 /** Runs advanced at once by this hub: each holds a connection, and a cluster call may need another. */
@@ -124,6 +127,19 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly seen = new Map<string, Map<string, Seen>>();
   /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
   private readonly placementNotes = new Map<string, Map<string, string>>();
+  /**
+   * Owners with nodes the quota holds back, as far as this hub knows: read when it reconciles,
+   * added to by every hub's notice when it holds one back, dropped when a lookup finds none. An
+   * owner's job that ends sends this hub to look for their runs only then (undefined while the
+   * change feed is down, or before the first reconcile: every end does).
+   */
+  private ownersWaiting?: Set<string>;
+  /** Owners noticed while a reconcile reads them: the read may not see them yet. */
+  private noticedWhileReading?: Set<string>;
+  /** Raised by every notice: a lookup that found nothing drops its owner only if none came meanwhile. */
+  private notices = 0;
+  /** How many of each owner's jobs this hub heard end (see askCluster). */
+  private readonly ownerEnds = new Map<string, number>();
   private slots = CONCURRENT_ADVANCES;
   private readonly waitingForSlot: (() => void)[] = [];
   private unsubscribe?: () => void;
@@ -136,11 +152,22 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     private readonly announcements: ExecutionAnnouncements,
     private readonly files: FilesCopiedOut,
     private readonly profiles: ExecutionProfilesService,
+    private readonly changes: ChangeFeed,
   ) {}
 
   onApplicationBootstrap(): void {
     this.unsubscribe = this.announcements.subscribe((change) => this.heard(change));
+    this.changes.subscribe(OVER_QUOTA_NOTICE, (change) => {
+      if (change === 'reset') this.ownersWaiting = undefined;
+      else if (change.id) this.noticedWaiting(change.id);
+    });
     void this.reconcile();
+  }
+
+  private noticedWaiting(ownerId: string): void {
+    this.notices += 1;
+    this.ownersWaiting?.add(ownerId);
+    this.noticedWhileReading?.add(ownerId);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -199,6 +226,10 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Advances every run not ended: at start, and when changes may have been missed. */
   async reconcile(): Promise<void> {
     try {
+      this.noticedWhileReading = new Set();
+      const owners = await this.runs.ownersOverQuota();
+      this.ownersWaiting = this.changes.live ? new Set([...owners, ...this.noticedWhileReading]) : undefined;
+      this.noticedWhileReading = undefined;
       await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id, { retryWaiting: true })));
     } catch (error) {
       this.logger.error(`Reconciling pipeline runs failed: ${(error as Error).message}`);
@@ -272,11 +303,18 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       void this.advance(runId, { change });
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
-    if (change.kind === 'ended' && change.ownerId)
+    const ownerId = change.ownerId;
+    if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
+    if (change.kind === 'ended' && ownerId && (this.ownersWaiting === undefined || this.ownersWaiting.has(ownerId))) {
+      const notices = this.notices;
       void this.runs
-        .runsOverQuota(change.ownerId)
-        .then((ids) => Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true }))))
+        .runsOverQuota(ownerId)
+        .then((ids) => {
+          if (ids.length === 0 && notices === this.notices) this.ownersWaiting?.delete(ownerId);
+          return Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true })));
+        })
         .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
+    }
   }
 
   private async withSlot<T>(work: () => Promise<T>): Promise<T> {
@@ -334,7 +372,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       this.seen.set(runId, seen);
     }
     this.armTimers(outcome.run, outcome.nodes);
-    for (const node of outcome.nodes) if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node);
+    for (const node of outcome.nodes)
+      if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node, outcome.latest.get(node.jobId as string));
     await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
     // Nodes that ended leaving files to read (input notes, artifacts): read outside any
     // transaction, as copying takes time, then settled by another pass.
@@ -357,16 +396,16 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         if (!attempt || !spec || attempt.attempt !== node.attempt || !attempt.finishedAt) return;
         const hasInputs = Object.keys(spec.inputs?.resources ?? {}).length > 0;
         const artifacts = Object.entries(spec.outputs?.artifacts ?? {}).map(([name, artifact]) => ({ name, path: artifact.path }));
-        const inputs = hasInputs ? await this.readInputNotes(run.id, node, attempt.executionId) : [];
-        const copied = artifacts.length > 0 ? await this.files.copyOut(attempt.executionId, artifacts, nodeStore(run.id, node)) : [];
+        const inputs = hasInputs ? await this.readInputNotes(run.id, node, attempt) : [];
+        const copied = artifacts.length > 0 ? await this.files.copyOut(attempt, artifacts, nodeStore(run.id, node)) : [];
         collected.set(node.name, { attempt: attempt.attempt, inputs, artifacts: copied });
       }),
     );
     return collected;
   }
 
-  private async readInputNotes(runId: string, node: NodeRow, executionId: string): Promise<InputNote[]> {
-    const [copied] = await this.files.copyOut(executionId, [{ name: 'inputs', path: INPUTS_FILE }], nodeStore(runId, node, 'inputs'));
+  private async readInputNotes(runId: string, node: NodeRow, execution: CopiedExecution): Promise<InputNote[]> {
+    const [copied] = await this.files.copyOut(execution, [{ name: 'inputs', path: INPUTS_FILE }], nodeStore(runId, node, 'inputs'));
     if (!copied?.stored) return [];
     const { stream } = await this.files.openStored(copied.key);
     const chunks: Buffer[] = [];
@@ -563,6 +602,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     ];
     const waiting = retryWaiting ? [...work.submit, ...work.retry].filter((node) => node.overQuota).map((node) => ({ node, retry: node.jobId !== null })) : [];
     if (asks.length === 0 && waiting.length === 0) return;
+    const endsBefore = this.ownerEnds.get(run.ownerId) ?? 0;
     const profile = await this.profiles.find(run.executionProfileId);
     const failures: { node: NodeRow; message: string }[] = [];
     const overQuota: { node: NodeRow; message: string }[] = [];
@@ -589,6 +629,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     for (const asked of waiting) await ask(asked);
     if (submitted.length > 0) await this.recordJobs(run.id, submitted);
     if (failures.length > 0 || overQuota.length > 0) await this.recordRefusals(run.id, failures, overQuota);
+    if (overQuota.length > 0) {
+      this.noticedWaiting(run.ownerId);
+      // One of the owner's jobs ended after the quota refused, before the refusal was recorded: its
+      // lookup may have found nothing held back yet, so the room it made is asked for now.
+      if ((this.ownerEnds.get(run.ownerId) ?? 0) !== endsBefore) void this.advance(run.id, { retryWaiting: true });
+    }
   }
 
   /**
@@ -640,7 +686,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * says why, once) until one of the owner's jobs ends; any other refusal fails the node.
    */
   private async recordRefusals(runId: string, failures: { node: NodeRow; message: string }[], overQuota: { node: NodeRow; message: string }[]): Promise<void> {
-    await this.locked(runId, true, async (manager, _run, all) => {
+    await this.locked(runId, true, async (manager, run, all) => {
       const nodes = new Map(all.map((node) => [node.name, node]));
       const changed: NodeRow[] = [];
       for (const { node: decided, message } of overQuota) {
@@ -650,6 +696,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         node.events.push(event('Queued', { message: `Waiting for room in the owner's quota: ${message}` }));
         changed.push(node);
       }
+      // Every hub looks for this owner's runs when one of their jobs ends (see ownersWaiting).
+      if (changed.length > 0) await announceChange(manager, { table: OVER_QUOTA_NOTICE, id: run.ownerId });
       for (const { node: decided, message } of failures) {
         const node = nodes.get(decided.name);
         if (!node || node.state !== 'Waiting') continue;
@@ -728,12 +776,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Copies a finished node's logs into the hub's store, so that they outlive the job (once at a time per node). */
-  private async storeLogs(runId: string, node: NodeRow): Promise<void> {
+  private async storeLogs(runId: string, node: NodeRow, attempt?: LatestAttempt): Promise<void> {
     const key = `${runId}/${node.name}`;
     if (this.storingLogs.has(key)) return;
     this.storingLogs.add(key);
     try {
-      await this.files.copyLogs(node.executionId as string, nodeStore(runId, node));
+      await this.files.copyLogs(attempt?.executionId === node.executionId ? attempt : (node.executionId as string), nodeStore(runId, node));
       // The node this hub keeps, when it is that one (a write of its nodes never clears the flag).
       node.logsStored = true;
       const names = this.logsToFlag.get(runId) ?? new Set<string>();
@@ -797,7 +845,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     for (const node of stopping) {
       clearTimeout(this.timers.get(`${runId}/${node.name}`));
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
-      if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId });
+      if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId }, attempt);
     }
     return true;
   }

@@ -241,6 +241,14 @@ export class PipelineRunsRepository {
     return rows.map((row) => row.id);
   }
 
+  /** The owners with a node waiting for room in their quota. */
+  async ownersOverQuota(): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT DISTINCT r.owner_id AS id FROM pipeline_run_nodes n JOIN pipeline_runs r ON r.id = n.run_id WHERE n.over_quota`,
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** Runs of an owner with a node waiting for room in the owner's quota. */
   async runsOverQuota(ownerId: string): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(
