@@ -140,6 +140,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private notices = 0;
   /** How many of each owner's jobs this hub heard end (see askCluster). */
   private readonly ownerEnds = new Map<string, number>();
+  /**
+   * Room each owner waiting for it may have, as this hub heard: one more for each of their jobs
+   * that ended, every room there may be (Infinity) when it reconciled. Held-back nodes are asked
+   * for up to it (one at the least), as each ask past the room is a refused insert.
+   */
+  private readonly roomHeard = new Map<string, number>();
   private slots = CONCURRENT_ADVANCES;
   private readonly waitingForSlot: (() => void)[] = [];
   private unsubscribe?: () => void;
@@ -229,6 +235,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       this.noticedWhileReading = new Set();
       const owners = await this.runs.ownersOverQuota();
       this.ownersWaiting = this.changes.live ? new Set([...owners, ...this.noticedWhileReading]) : undefined;
+      for (const owner of owners) this.roomHeard.set(owner, Infinity);
       this.noticedWhileReading = undefined;
       await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id, { retryWaiting: true })));
     } catch (error) {
@@ -306,11 +313,15 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const ownerId = change.ownerId;
     if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
     if (change.kind === 'ended' && ownerId && (this.ownersWaiting === undefined || this.ownersWaiting.has(ownerId))) {
+      this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
       const notices = this.notices;
       void this.runs
         .runsOverQuota(ownerId)
         .then((ids) => {
-          if (ids.length === 0 && notices === this.notices) this.ownersWaiting?.delete(ownerId);
+          if (ids.length === 0 && notices === this.notices) {
+            this.ownersWaiting?.delete(ownerId);
+            this.roomHeard.delete(ownerId);
+          }
           return Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true })));
         })
         .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
@@ -608,27 +619,38 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const overQuota: { node: NodeRow; message: string }[] = [];
     const submitted: { node: NodeRow; jobId: string }[] = [];
     let full: string | undefined;
-    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }) => {
+    /** Asks for one node's attempt; whether the cluster took it. */
+    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }): Promise<boolean> => {
       if (full !== undefined) {
         overQuota.push({ node, message: full });
-        return;
+        return false;
       }
       try {
         if (retry) await this.cluster.retry(node.jobId as string, node.attempt);
         else submitted.push({ node, jobId: await this.submitNode(run, node, profile) });
+        return true;
       } catch (error) {
         if (error instanceof TooManyRequestsError) {
           full = error.message;
           overQuota.push({ node, message: error.message });
         } else failures.push({ node, message: (error as Error).message });
+        return false;
       }
     };
     for (let next = 0; next < asks.length; next += ASKS_AT_ONCE) await Promise.all(asks.slice(next, next + ASKS_AT_ONCE).map(ask));
-    // Those the quota held back, one at a time: an owner's job that ended makes room for about one,
-    // and every ask past the room is a refused insert contending for the owner's count.
-    for (const asked of waiting) await ask(asked);
+    // Those the quota held back, one at a time, as many as the room heard of (each of the owner's
+    // jobs that ended makes room for one; every ask past it is a refused insert contending for the
+    // owner's count), one at the least: what is submitted ends too, so nothing waits for good.
+    if (waiting.length > 0) {
+      const room = Math.max(1, this.roomHeard.get(run.ownerId) ?? 0);
+      let taken = 0;
+      for (const asked of waiting.slice(0, Math.min(waiting.length, room))) if (await ask(asked)) taken += 1;
+      this.roomHeard.set(run.ownerId, full === undefined ? room - taken : 0);
+    }
     if (submitted.length > 0) await this.recordJobs(run.id, submitted);
-    if (failures.length > 0 || overQuota.length > 0) await this.recordRefusals(run.id, failures, overQuota);
+    // Nodes already held back need no write: a refusal of theirs says nothing new.
+    const heldBack = overQuota.filter(({ node }) => !node.overQuota);
+    if (failures.length > 0 || heldBack.length > 0) await this.recordRefusals(run.id, failures, heldBack);
     if (overQuota.length > 0) {
       this.noticedWaiting(run.ownerId);
       // One of the owner's jobs ended after the quota refused, before the refusal was recorded: its
