@@ -81,5 +81,6 @@ export const AUDIT_LIST_QUERY = defineListQuery({
       { filter: 'decision', operators: ['EQ'], sorts: ['when'] },
       { filter: 'object', operators: ['EQ'], sorts: ['object'] },
     ],
+    sortedShallow: "no index holds an object prefix's matches with their time: their keys found first are the same rows, read twice",
   },
 });

@@ -15,7 +15,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Hash
 --                 ->  Seq Scan on auth_domains d
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
@@ -53,7 +53,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                 Index Cond: (id = d.namespace_id)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
@@ -94,7 +94,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using auth_domains_name_lower_key on auth_domains d
 --                 Index Cond: (namespace_id = n.id)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
@@ -133,7 +133,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                 Index Cond: (id = d.namespace_id)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,

@@ -24,7 +24,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                 Index Cond: (id = d.namespace_id)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "credential".*
   FROM (
   SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",

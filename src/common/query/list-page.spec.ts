@@ -298,6 +298,17 @@ describe('how a shallow page is read (the cheapest plan, as its list declares)',
     }
   });
 
+  it('reads every shallow page of a growing list sorted where it declares its keys no cheaper to find than its rows', async () => {
+    const SORTED = defineListQuery({ ...GROWING, indexes: { ...GROWING.indexes, sortedShallow: 'its keys cost what its rows do' } });
+    for (const fetch of [fetchListPage, fetchListSlice]) {
+      const [page] = await reads((qb) => fetch(qb, parseListQuery(SORTED, { 'filter[object][SW]': 'cluster/' })));
+      expect(page.read).toBe('sorted: its keys cost what its rows do');
+      expect(page.sql).not.toContain('ARRAY(');
+    }
+    const [deep] = await reads((qb) => fetchListSlice(qb, parseListQuery(SORTED, { 'page[offset]': '10000' })));
+    expect(deep.read).toBe('by keys: an offset of 10000 or more, from the start');
+  });
+
   it('reads a page from an offset of 10,000 by its keys, small list or not', async () => {
     for (const spec of [GROWING, SMALL]) {
       const [page] = await reads((qb) => fetchListSlice(qb, parseListQuery(spec, { 'page[offset]': '10000' })));

@@ -207,6 +207,7 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
  */
 function shallowRead(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery): { byKeys: boolean; why: string } {
   if (!query.growing) return { byKeys: false, why: 'sorted: a small list' };
+  if (query.sortedShallow !== undefined) return { byKeys: false, why: `sorted: ${query.sortedShallow}` };
   if (qb.expressionMap.mainAlias?.hasMetadata !== true || qb.expressionMap.joinAttributes.length > 0)
     return { byKeys: false, why: 'sorted: a derived table or a join, whose rows have no key of their own to read them by' };
   if (query.unordered.length > 0) return { byKeys: true, why: `by keys: the sort's index does not serve ${query.unordered.join(', ')} in its order` };

@@ -21,7 +21,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Hash
 --                 ->  Seq Scan on execution_profiles p
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
@@ -68,7 +68,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                 Index Cond: (id = b.namespace_id)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
@@ -115,7 +115,7 @@ SELECT COUNT(*) AS "count"
 --           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                 Index Cond: (id = '<id>'::uuid)
 
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+-- page read sorted: a small list
 SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
