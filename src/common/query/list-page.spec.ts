@@ -184,11 +184,12 @@ describe('whereFilters', () => {
 
 describe('fetchListRows and fetchListPage over a derived table', () => {
   /** Captures the SQL a fetch runs instead of running it. */
-  function capture(): { sql: string[]; qb: ReturnType<typeof derived> } {
+  function capture(...answers: unknown[][]): { sql: string[]; qb: ReturnType<typeof derived>; answer: unknown[][] } {
     const sql: string[] = [];
+    const answer = [...answers];
     const qb = derived();
-    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve([{ count: '0' }])) } });
-    return { sql, qb };
+    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve(answer.shift() ?? [{ count: '0' }])) } });
+    return { sql, qb, answer };
   }
 
   function derived() {
@@ -211,19 +212,33 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
     expect(sql[0]).toMatch(/^SELECT "item"\.\* FROM \(SELECT .*\) "item" WHERE item\."kind" = \$1 ORDER BY lower\(item\."name"\) ASC, item\."name" ASC$/);
   });
 
-  it('pages a derived table with a count and a limited select', async () => {
-    const { sql, qb } = capture();
-    await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
-    expect(sql).toHaveLength(2);
-    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
-    expect(sql[1]).toMatch(/^SELECT "item"\.\* FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/);
+  it('pages a derived table in one statement: a limited select that carries the count', async () => {
+    const { sql, qb } = capture([{ name: 'a', kind: 'x', __total: '7' }]);
+    const page = await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
+    expect(sql).toHaveLength(1);
+    expect(sql[0]).toMatch(
+      /^SELECT "item"\.\*, \(SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"\) AS "__total" FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/,
+    );
+    expect(page).toEqual({ items: [{ name: 'a', kind: 'x' }], totalCount: 7 });
+  });
+
+  it('knows an empty first page has no items to count, and counts again for an empty page past it', async () => {
+    const first = capture([]);
+    expect(await fetchListPage(first.qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}))).toEqual({ items: [], totalCount: 0 });
+    expect(first.sql).toHaveLength(1);
+    const past = capture([]);
+    past.answer.push([{ count: '3' }]);
+    expect(await fetchListPage(past.qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[offset]': '100' }))).toEqual({ items: [], totalCount: 3 });
+    expect(past.sql).toHaveLength(2);
+    expect(past.sql[1]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
   });
 
   it('selects only the columns its items need, and extra expressions, in the page but not in the count', async () => {
-    const { sql, qb } = capture();
+    const { sql, qb } = capture([]);
     await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}), { columns: ['name'], extra: { shown: 'upper(item."kind")' } });
-    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
-    expect(sql[1]).toMatch(/^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown" FROM \(SELECT .*\) "item" ORDER BY /);
+    expect(sql[0]).toMatch(
+      /^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown", \(SELECT COUNT\(\*\) AS "count" FROM \(SELECT [^()]*\) "item"\) AS "__total" FROM \(SELECT .*\) "item" ORDER BY /,
+    );
   });
 });
 
