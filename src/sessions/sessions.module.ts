@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module.js';
 import { ClusterModule } from '../cluster/cluster.module.js';
 import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
 import { NamespacesModule } from '../namespaces/namespaces.module.js';
@@ -9,6 +10,7 @@ import { LinkSessionsService } from './link-sessions.service.js';
 import { SessionConfigurationsRepository } from './session-configurations.repository.js';
 import { SessionConfigurationsService } from './session-configurations.service.js';
 import { SessionEngine } from './session-engine.js';
+import { SessionProxy } from './session-proxy.js';
 
 /**
  * Link sessions (api-map §8): configurations, and sessions, each a `service` cluster job of its
@@ -16,9 +18,9 @@ import { SessionEngine } from './session-engine.js';
  * cluster's announcements say, and ended by the reaper.
  */
 @Module({
-  imports: [NamespacesModule, RbacModule, ClusterModule, ExecutionProfilesModule],
+  imports: [AuthModule, NamespacesModule, RbacModule, ClusterModule, ExecutionProfilesModule],
   controllers: [LinkSessionsController],
-  providers: [LinkSessionsService, LinkSessionsRepository, SessionConfigurationsService, SessionConfigurationsRepository, SessionEngine],
+  providers: [LinkSessionsService, LinkSessionsRepository, SessionConfigurationsService, SessionConfigurationsRepository, SessionEngine, SessionProxy],
   exports: [LinkSessionsService, SessionConfigurationsService],
 })
 export class SessionsModule {}

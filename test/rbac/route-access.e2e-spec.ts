@@ -1138,7 +1138,7 @@ describe('route access control', () => {
     for (const name of [SESSION_CONFIG, 'rbac-doomed-config'])
       await asAdmin('POST', '/api/v2/linksessions/configurations', { name, command: 'true', readiness: { type: 'port' } });
     fixtures = {
-      session: (await asAdmin('POST', '/api/v2/linksessions/sessions', { configuration: SESSION_CONFIG })).sessionID as unknown as string,
+      session: (await asAdmin('POST', '/api/v2/linksessions/sessions', { configuration: SESSION_CONFIG })).sessionID as string,
       user: user._id,
       doomedUser: await createUser(FIXTURE_NAMES.doomedUser),
       boundUser,

@@ -460,13 +460,14 @@ describe('link sessions', () => {
   describe('a hub restart', () => {
     it('keeps a Ready session Ready and reachable', async () => {
       const session = await start();
-      await until(session.sessionID, ['Ready']);
+      const ready = await until(session.sessionID, ['Ready']);
       await hub.restart();
       user = bearer(await hub.login('session-user', PASSWORD));
       const after = (await get(`${SESSIONS}/${session.sessionID}`)).json<Session>();
-      expect(after.status).toBe('Ready');
-      const { port, secret } = await endpointOf(session.sessionID);
-      expect((await direct(port, '/', secret)).status).toBe(200);
+      expect(after).toMatchObject({ status: 'Ready', accessToken: ready.accessToken });
+      // Reachable through the restarted hub's proxy, with the token it had before.
+      const listing = await get(`${SESSIONS}/${session.sessionID}/proxy/`, { 'x-session-token': after.accessToken as string });
+      expect(listing.statusCode).toBe(200);
       await del(`${SESSIONS}/${session.sessionID}`);
     });
   });
