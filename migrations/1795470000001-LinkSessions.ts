@@ -25,6 +25,7 @@ export class LinkSessions1795470000001 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "link_sessions_start_time_idx" ON "link_sessions" ("start_time", "id")`);
     await queryRunner.query(`CREATE INDEX "link_sessions_owner_start_time_idx" ON "link_sessions" ("owner_id", "start_time", "id")`);
     await queryRunner.query(`CREATE INDEX "link_sessions_configuration_start_time_idx" ON "link_sessions" ("configuration_name", "start_time", "id")`);
+    await queryRunner.query(`CREATE INDEX "link_sessions_configuration_idx" ON "link_sessions" ("configuration_name", "id")`);
     await queryRunner.query(`CREATE INDEX "link_sessions_status_start_time_idx" ON "link_sessions" ("status", "start_time", "id")`);
     await queryRunner.query(`CREATE INDEX "link_sessions_death_clock_idx" ON "link_sessions" ("death_clock", "id")`);
     // What the reaper looks for, among live sessions only (few, whatever the table holds).

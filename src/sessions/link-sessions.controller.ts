@@ -1,13 +1,18 @@
-import { Body, Controller, Param } from '@nestjs/common';
+import { Body, Controller, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { HubConfig } from '../common/config/hub-config.js';
+import type { ByteWindowReply } from '../common/http/byte-reply.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { MessageDto } from '../common/http/message.dto.js';
 import { Route } from '../common/http/route.decorator.js';
 import { PatchBody, ResourceId } from '../common/http/route-params.js';
 import type { JsonPatch } from '../common/patch/json-patch.js';
-import { HeartbeatDto, LinkSessionDto, LinkSessionListDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
+import { ListParams } from '../common/http/route-params.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import type { RawQuery } from '../common/query/query-values.js';
+import { DeletedSessionsDto, HeartbeatDto, LinkSessionDto, LinkSessionListDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
+import { SESSION_LIST_QUERY } from './list-queries.js';
 import { SessionConfigurationDto, SessionConfigurationEntryDto, SessionConfigurationInputDto } from './dto/session-configuration.dto.js';
 import { LinkSessionsService } from './link-sessions.service.js';
 import { SessionConfigurationsService } from './session-configurations.service.js';
@@ -17,6 +22,17 @@ const sessionId = new ResourceId('Link session');
 const OWNER_ONLY = 'Only the session’s owner: anyone else’s session is 404, administrators included.';
 /** Configurations are named, not ids: the permission is on the collection (path placeholders are ids only). */
 const CONFIGURATION = '/LinkSessionConfigurations';
+/** Delete by filter takes the query's filters as plain parameters, each operator of each. */
+const DELETE_FILTERS = Object.fromEntries(
+  Object.entries(SESSION_LIST_QUERY.filters).flatMap(([field, spec]) =>
+    spec.operators.map((operator) => [`filter[${field}][${operator}]`, `As for the query: ${field} ${operator}`]),
+  ),
+);
+const WINDOW = {
+  origin: 'start (default) or end: where offset counts from',
+  offset: 'Bytes from the origin (int64, default 0)',
+  limit: 'Bytes to read (1 to 16777216, default 65536)',
+};
 
 @ApiTags('Link sessions')
 @Controller('api/v2/linksessions')
@@ -132,6 +148,38 @@ export class LinkSessionsController {
 
   @Route({
     method: 'GET',
+    path: 'sessions',
+    summary: 'Query sessions (administrator)',
+    description:
+      'Every user’s sessions, ended ones included while retained; newest first unless sorted. Needs Execute on /LinkSessions in * (the sessions administrator).',
+    access: { object: '/LinkSessions', action: 'Execute' },
+    list: SESSION_LIST_QUERY,
+    response: LinkSessionListDto,
+  })
+  querySessions(
+    @CurrentCaller() caller: Caller,
+    @RequestBase() request: FastifyRequest,
+    @ListParams() query: ListQuery,
+  ): Promise<{ totalCount: number; data: LinkSessionDto[] }> {
+    return this.sessions.query(viewerOf(caller, request, this.config), query);
+  }
+
+  @Route({
+    method: 'DELETE',
+    path: 'sessions',
+    summary: 'Delete sessions (administrator)',
+    description:
+      'Terminates the live sessions the filters match (reason deleted) and deletes every matching record. The filters of the query (ownerPrincipal, configurationName, status, startTime, deathClock), at least one; no paging or sort (400). A filter that matches nothing answers zero counts. Needs Execute on /LinkSessions in *.',
+    access: { object: '/LinkSessions', action: 'Execute' },
+    query: DELETE_FILTERS,
+    response: DeletedSessionsDto,
+  })
+  deleteSessions(@CurrentCaller() caller: Caller, @Query() raw: RawQuery): Promise<DeletedSessionsDto> {
+    return this.sessions.deleteByFilter(caller, raw);
+  }
+
+  @Route({
+    method: 'GET',
     path: 'me/sessions',
     summary: 'List own sessions',
     description: 'The caller’s sessions, ended ones included while retained (HUB_SESSION_RETENTION_HOURS), newest first.',
@@ -178,5 +226,23 @@ export class LinkSessionsController {
   })
   heartbeat(@CurrentCaller() caller: Caller, @Param('sessionId', sessionId) id: string): Promise<HeartbeatDto> {
     return this.sessions.heartbeat(caller, id);
+  }
+
+  @Route({
+    method: 'GET',
+    path: 'sessions/:sessionId/logs/:logname',
+    summary: 'Get session log',
+    description: `logname is stdout or stderr of the session's process. A window as \`{message}\`, or its exact bytes with \`Accept: application/octet-stream\`; empty before the process has started. ${OWNER_ONLY}`,
+    access: { self: true },
+    query: WINDOW,
+    bytes: { key: 'message' },
+  })
+  getSessionLog(
+    @CurrentCaller() caller: Caller,
+    @Param('sessionId', sessionId) id: string,
+    @Param('logname') logName: string,
+    @Query() window: Record<string, unknown>,
+  ): Promise<ByteWindowReply> {
+    return this.sessions.log(caller, id, logName, window);
   }
 }

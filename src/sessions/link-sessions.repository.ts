@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Readiness } from '../cluster/service-endpoints.js';
-import { isoTime } from '../common/query/list-page.js';
+import { fetchListPage, isoTime, whereFilters, type ListPage } from '../common/query/list-page.js';
+import type { ListQuery } from '../common/query/list-query.js';
+import { LinkSession } from './entities/link-session.entity.js';
 import { LIVE_STATUSES, type SessionStatus } from './dto/link-session.dto.js';
 
 export interface SessionEvent {
@@ -57,6 +59,34 @@ export const SESSION_COLUMNS = `s.id, s.owner_id AS "ownerId", s.owner_name AS "
   ${isoTime('s.start_deadline')} AS "startDeadline", ${isoTime('s.last_heartbeat_time')} AS "lastHeartbeatTime",
   ${isoTime('s.next_expected_heartbeat')} AS "nextExpectedHeartbeat", s.events`;
 
+/** What a list item reads of the entity's columns, and its times as ISO strings. */
+const LIST_COLUMNS = [
+  'id',
+  'ownerId',
+  'ownerName',
+  'configurationName',
+  'clientSessionId',
+  'clientDescription',
+  'status',
+  'jobId',
+  'host',
+  'port',
+  'secret',
+  'accessToken',
+  'readiness',
+  'startTimeoutSeconds',
+  'events',
+];
+const LIST_EXTRA = {
+  startTime: isoTime('session.start_time'),
+  readyTime: isoTime('session.ready_time'),
+  finishedTime: isoTime('session.finished_time'),
+  deathClock: isoTime('session.death_clock'),
+  startDeadline: isoTime('session.start_deadline'),
+  lastHeartbeatTime: isoTime('session.last_heartbeat_time'),
+  nextExpectedHeartbeat: isoTime('session.next_expected_heartbeat'),
+};
+
 const LIVE = `s.status IN (${LIVE_STATUSES.map((status) => `'${status}'`).join(', ')})`;
 
 @Injectable()
@@ -107,6 +137,21 @@ export class LinkSessionsRepository {
   /** Every live session (Pending, Ready, Blocked): what a hub reconciles at start. */
   live(): Promise<SessionRow[]> {
     return this.dataSource.query(`SELECT ${SESSION_COLUMNS} FROM link_sessions s WHERE ${LIVE}`);
+  }
+
+  /** The administrator's list: every session, filtered, sorted and paged as `query` says. */
+  list(query: ListQuery): Promise<ListPage<SessionRow>> {
+    return fetchListPage<LinkSession, SessionRow>(this.dataSource.getRepository(LinkSession).createQueryBuilder('session'), query, {
+      columns: LIST_COLUMNS,
+      extra: LIST_EXTRA,
+    });
+  }
+
+  /** The ids of the sessions `query`'s filters match (delete by filter), at most `limit`. */
+  async matching(query: ListQuery, limit: number): Promise<string[]> {
+    const qb = whereFilters(this.dataSource.getRepository(LinkSession).createQueryBuilder('session').select('session.id', 'id'), query.filters);
+    const rows = await qb.orderBy('session.id').limit(limit).getRawMany<{ id: string }>();
+    return rows.map((row) => row.id);
   }
 
   /** The caller's sessions, newest first. */

@@ -1,21 +1,28 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { parseByteWindow } from '../cluster/byte-window.js';
 import { ClusterService } from '../cluster/cluster.service.js';
 import { ServiceEndpoints } from '../cluster/service-endpoints.js';
 import { Clock } from '../common/clock/clock.js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../common/errors/hub-errors.js';
+import { ByteWindowReply } from '../common/http/byte-reply.js';
 import type { Caller } from '../common/http/caller.js';
 import { ProfileBindingsService } from '../execution-profiles/profile-bindings.service.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
 import { AccessService } from '../rbac/access.service.js';
-import type { HeartbeatDto, LinkSessionDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
+import { parseListQuery, type ListQuery } from '../common/query/list-query.js';
+import type { RawQuery } from '../common/query/query-values.js';
+import type { DeletedSessionsDto, HeartbeatDto, LinkSessionDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
+import { SESSION_LIST_QUERY } from './list-queries.js';
 import { LinkSessionsRepository, type SessionRow } from './link-sessions.repository.js';
 import { ending, isLive, SessionEngine, SESSION_KEY_PREFIX } from './session-engine.js';
 import { configurationObject, FILES_CONFIGURATION, maxRunSecondsOf, SessionConfigurationsService } from './session-configurations.service.js';
 
+/** Sessions delete by filter reads at a time. */
+const DELETE_BATCH = 500;
 /** The task a session's job runs (ARCHITECTURE.md). */
 const SESSION_TASK = 'session';
 /** CPUs a session's job reserves (ClusterService.run reserves one for every workload today). */
@@ -171,6 +178,41 @@ export class LinkSessionsService {
     return toSessionResponse(row, viewer, this.clock.now());
   }
 
+  /** The administrator's query: every session, by the §4.10 filters and sorts. */
+  async query(viewer: Viewer, query: ListQuery): Promise<{ totalCount: number; data: LinkSessionDto[] }> {
+    const page = await this.sessions.list(query);
+    const now = this.clock.now();
+    return { totalCount: page.totalCount, data: page.items.map((row) => toSessionResponse(row, viewer, now)) };
+  }
+
+  /**
+   * Deletes the sessions the filters match (at least one filter, no paging or sort), terminating
+   * those still live first (reason `deleted`, their jobs stopped); counts what failed.
+   */
+  async deleteByFilter(caller: Caller, raw: RawQuery): Promise<DeletedSessionsDto> {
+    const misplaced = Object.keys(raw).filter((parameter) => parameter === 'sort' || parameter.startsWith('page['));
+    if (misplaced.length > 0) throw InvalidInputError.at(misplaced[0], 'Delete by filter takes filters only: no paging or sort');
+    const query = parseListQuery(SESSION_LIST_QUERY, raw);
+    if (query.filters.length === 0) throw InvalidInputError.at('filter', 'Delete by filter needs at least one filter');
+    let countDeleted = 0;
+    let countFailed = 0;
+    const failed = new Set<string>();
+    for (;;) {
+      const ids = (await this.sessions.matching(query, DELETE_BATCH + failed.size)).filter((id) => !failed.has(id));
+      if (ids.length === 0) break;
+      for (const id of ids) {
+        try {
+          await this.engine.end(id, ending('Terminated', 'deleted', this.clock.now(), { message: `Deleted by ${caller.userName}` }));
+          if (await this.sessions.delete(id)) countDeleted += 1;
+        } catch {
+          failed.add(id);
+          countFailed += 1;
+        }
+      }
+    }
+    return { countDeleted, countFailed };
+  }
+
   /** The caller's own sessions (ended ones while retained), newest first. */
   async mine(viewer: Viewer): Promise<{ totalCount: number; data: LinkSessionDto[] }> {
     const rows = await this.sessions.ofOwner(viewer.caller.userId);
@@ -196,6 +238,15 @@ export class LinkSessionsService {
     if (!row) throw sessionNotFound(id);
     if (!changed) throw new ConflictError(`Link session ${id} has ended (${row.status}): it takes no heartbeat`);
     return { nextExpectedHeartbeat: row.nextExpectedHeartbeat };
+  }
+
+  /** A window of the session's stdout or stderr (its latest execution's), as `{message}`. */
+  async log(caller: Caller, id: string, logName: string, window: Record<string, unknown>): Promise<ByteWindowReply> {
+    parseByteWindow(window.origin, window.offset, window.limit);
+    const row = await this.own(caller, id);
+    const attempt = row.jobId ? (await this.cluster.latestAttempts([row.jobId])).get(row.jobId) : undefined;
+    if (!attempt) return ByteWindowReply.text('').keyed('message');
+    return (await this.cluster.readLog(caller, attempt.executionId, SESSION_TASK, logName, window)).keyed('message');
   }
 
   /** The caller's own session, or 404 (another user's session is 404 to them, administrators included). */

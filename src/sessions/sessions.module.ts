@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
+import { DatabaseModule } from '../common/database/database.module.js';
+import { LinkSession } from './entities/link-session.entity.js';
 import { ClusterModule } from '../cluster/cluster.module.js';
 import { ExecutionProfilesModule } from '../execution-profiles/execution-profiles.module.js';
 import { NamespacesModule } from '../namespaces/namespaces.module.js';
@@ -18,7 +20,7 @@ import { SessionProxy } from './session-proxy.js';
  * cluster's announcements say, and ended by the reaper.
  */
 @Module({
-  imports: [AuthModule, NamespacesModule, RbacModule, ClusterModule, ExecutionProfilesModule],
+  imports: [DatabaseModule.forFeature([LinkSession]), AuthModule, NamespacesModule, RbacModule, ClusterModule, ExecutionProfilesModule],
   controllers: [LinkSessionsController],
   providers: [LinkSessionsService, LinkSessionsRepository, SessionConfigurationsService, SessionConfigurationsRepository, SessionEngine, SessionProxy],
   exports: [LinkSessionsService, SessionConfigurationsService],

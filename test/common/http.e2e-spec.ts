@@ -253,6 +253,7 @@ describe('HTTP machinery', () => {
         'GET /api/v2/linksessions/configurations',
         'GET /api/v2/linksessions/me/sessions',
         'GET /api/v2/linksessions/sessions/:sessionId',
+        'GET /api/v2/linksessions/sessions/:sessionId/logs/:logname',
         'POST /api/v2/rbac/evaluate',
         'PUT /api/v2/auth/me/password',
         'PUT /api/v2/linksessions/sessions/:sessionId/heartbeat',

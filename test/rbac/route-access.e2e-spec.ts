@@ -913,6 +913,21 @@ const ROUTES: readonly RouteCase[] = [
     allowed: 201,
   },
   { method: 'GET', path: '/api/v2/linksessions/me/sessions', access: { self: true }, allowed: 200 },
+  { method: 'GET', path: '/api/v2/linksessions/sessions', access: { object: '/LinkSessions', action: 'Execute' }, allowed: 200 },
+  {
+    method: 'DELETE',
+    path: '/api/v2/linksessions/sessions',
+    access: { object: '/LinkSessions', action: 'Execute' },
+    query: () => 'filter[configurationName][EQ]=rbac-nothing-uses-this',
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/linksessions/sessions/:sessionId/logs/:logname',
+    access: { self: true },
+    params: (f) => ({ sessionId: f.session, logname: 'stdout' }),
+    allowed: 404,
+  },
   // Acting on a session is its owner's alone (api-map §8): to anyone else, the administrator's session is not found.
   { method: 'GET', path: '/api/v2/linksessions/sessions/:sessionId', access: { self: true }, params: (f) => ({ sessionId: f.session }), allowed: 404 },
   { method: 'DELETE', path: '/api/v2/linksessions/sessions/:sessionId', access: { self: true }, params: (f) => ({ sessionId: f.session }), allowed: 404 },

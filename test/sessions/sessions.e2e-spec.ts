@@ -412,6 +412,101 @@ describe('link sessions', () => {
     });
   });
 
+  describe('logs', () => {
+    it('answers windows of stdout and stderr as {message}, or raw bytes', async () => {
+      await configure(
+        shell('chatty', 'echo "first line"; echo "to stderr" >&2; echo "second line"; sleep 30', { readiness: { type: 'stdout', pattern: '^second' } }),
+      );
+      const session = await start({ configuration: 'chatty' });
+      await until(session.sessionID, ['Ready']);
+      const logs = `${SESSIONS}/${session.sessionID}/logs`;
+      expect((await get(`${logs}/stdout`)).json()).toEqual({ message: 'first line\nsecond line\n' });
+      expect((await get(`${logs}/stderr`)).json()).toEqual({ message: 'to stderr\n' });
+      expect((await get(`${logs}/stdout?origin=end&limit=12`)).json()).toEqual({ message: 'second line\n' });
+      expect((await get(`${logs}/stdout?offset=6&limit=4`)).json()).toEqual({ message: 'line' });
+      const raw = await hub.inject({ method: 'GET', url: `${logs}/stdout?limit=5`, headers: { ...user, accept: 'application/octet-stream' } });
+      expect([raw.headers['content-type'], raw.body]).toEqual(['application/octet-stream', 'first']);
+      expectProblem(await get(`${logs}/stdout?limit=0`), 400);
+      expectProblem(await get(`${logs}/stdout?origin=middle`), 400);
+      expectProblem(await get(`${logs}/journal`), 404);
+      expectProblem(await get(`${logs}/stdout`, other), 404);
+      expectProblem(await get(`${logs}/stdout`, admin), 404);
+      await del(`${SESSIONS}/${session.sessionID}`);
+    });
+  });
+
+  describe('administration', () => {
+    interface Page {
+      totalCount: number;
+      data: Session[];
+    }
+    const query = async (parameters: string) => {
+      const response = await get(`${SESSIONS}${parameters}`, admin);
+      expect([response.statusCode, response.body]).toEqual([200, expect.any(String)]);
+      return response.json<Page>();
+    };
+
+    it('is for the sessions administrator only', async () => {
+      expectProblem(await get(SESSIONS, user), 403);
+      expectProblem(await del(`${SESSIONS}?filter[status][EQ]=Failed`, user), 403);
+    });
+
+    it('queries every session by each filter and sort of §4.10', async () => {
+      const all = await query('?page[limit]=1000');
+      expect(all.totalCount).toBeGreaterThanOrEqual(10);
+      const starts = all.data.map((session) => session.startTime);
+      expect(starts).toEqual([...starts].sort().reverse());
+      const mine = await query(`?filter[ownerPrincipal][EQ]=${userId}`);
+      expect(mine.data.every((session) => session.ownerPrincipal === userId)).toBe(true);
+      expect(mine.totalCount).toBe(all.data.filter((session) => session.ownerPrincipal === userId).length);
+      const failed = await query('?filter[status][EQ]=Failed');
+      expect(failed.totalCount).toBeGreaterThan(0);
+      expect(failed.data.every((session) => session.status === 'Failed')).toBe(true);
+      const ended = await query('?filter[status][IN]=Failed,Terminated');
+      expect(ended.totalCount).toBe(all.data.filter((session) => ['Failed', 'Terminated'].includes(session.status)).length);
+      const exits = await query('?filter[configurationName][EQ]=exits');
+      expect(exits.data.map((session) => session.configurationName)).toEqual(['exits']);
+      const middle = all.data[Math.floor(all.data.length / 2)];
+      const later = await query(`?filter[startTime][GT]=${middle.startTime}&page[limit]=1000`);
+      expect(later.data.every((session) => session.startTime > middle.startTime)).toBe(true);
+      const earlier = await query(`?filter[deathClock][LT]=${middle.deathClock}&page[limit]=1000`);
+      expect(earlier.data.every((session) => session.deathClock < middle.deathClock)).toBe(true);
+      const byName = (await query('?sort=configurationName&page[limit]=1000')).data.map((session) => session.configurationName);
+      expect(byName).toEqual([...byName].sort());
+      const byDeath = (await query('?sort=-deathClock&page[limit]=1000')).data.map((session) => session.deathClock);
+      expect(byDeath).toEqual([...byDeath].sort().reverse());
+      expect((await query('?page[limit]=2&page[offset]=1')).data.map((session) => session.sessionID)).toEqual(
+        all.data.slice(1, 3).map((session) => session.sessionID),
+      );
+      // What reaches a session stays its owner's, in the administrator's list too.
+      expect(mine.data.every((session) => session.accessToken === undefined)).toBe(true);
+      for (const bad of [
+        '?filter[status][EQ]=Sleeping',
+        '?filter[name][EQ]=x',
+        '?sort=owner',
+        '?filter[startTime][GT]=yesterday',
+        '?filter[ownerPrincipal][CO]=x',
+      ])
+        expectProblem(await get(`${SESSIONS}${bad}`, admin), 400);
+    });
+
+    it('deletes by filter, terminating what is live, and needs a filter', async () => {
+      expectProblem(await del(SESSIONS, admin), 400);
+      expectProblem(await del(`${SESSIONS}?filter[status][EQ]=Failed&page[limit]=5`, admin), 400);
+      expectProblem(await del(`${SESSIONS}?filter[status][EQ]=Asleep`, admin), 400);
+      expect((await del(`${SESSIONS}?filter[configurationName][EQ]=nothing-uses-this`, admin)).json()).toEqual({ countDeleted: 0, countFailed: 0 });
+      await configure(shell('deletable', 'sleep 60', { startTimeoutSeconds: 3600 }));
+      const live = [await start({ configuration: 'deletable' }), await start({ configuration: 'deletable' })];
+      const deleted = await del(`${SESSIONS}?filter[configurationName][EQ]=deletable&filter[status][IN]=Pending,Ready,Blocked`, admin);
+      expect([deleted.statusCode, deleted.json()]).toEqual([200, { countDeleted: 2, countFailed: 0 }]);
+      for (const session of live) expectProblem(await get(`${SESSIONS}/${session.sessionID}`), 404);
+      const jobs = await hub.app
+        .get(DataSource)
+        .query<{ status: string }[]>(`SELECT status FROM cluster_jobs WHERE properties->>'configuration' = 'deletable'`);
+      expect(jobs.map((job) => job.status)).toEqual(['dead', 'dead']);
+    });
+  });
+
   describe('the reaper, on the fake clock', () => {
     afterAll(() => {
       jest.restoreAllMocks();
