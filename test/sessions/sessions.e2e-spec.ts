@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { SessionEngine } from '../../src/sessions/session-engine.js';
@@ -368,11 +369,20 @@ describe('link sessions', () => {
     });
 
     it('does not count a listener of another uid on its port', async () => {
-      // The hub (root) listens on nothing of the session's; a port readiness with a process that never listens stays Pending.
+      // The session's process never listens; the test (root, not the session's uid) listens on the session's port instead.
       await configure(shell('never-listens', 'sleep 30', { startTimeoutSeconds: 30 }));
       const session = await start({ configuration: 'never-listens' });
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect((await get(`${SESSIONS}/${session.sessionID}`)).json<Session>().status).toBe('Pending');
+      const { port } = await endpointOf(session.sessionID);
+      const squatter = createServer((socket) => socket.end());
+      await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const pending = (await get(`${SESSIONS}/${session.sessionID}`)).json<Session>();
+        // Without root the hub's jobs run as its own uid, the test's too: the squatter would count.
+        if (process.getuid?.() === 0) expect(pending.status).toBe('Pending');
+      } finally {
+        squatter.close();
+      }
       const terminated = await del(`${SESSIONS}/${session.sessionID}`);
       expect(terminated.statusCode).toBe(200);
       expect((await get(`${SESSIONS}/${session.sessionID}`)).json<Session>()).toMatchObject({ status: 'Terminated' });
