@@ -154,6 +154,20 @@ export class LinkSessionsRepository {
     return rows.map((row) => row.id);
   }
 
+  /**
+   * A heartbeat in one statement (it is the hottest write of the area): the owner's live session
+   * takes it and answers its next expected heartbeat; undefined when it is not the owner's or has
+   * ended (the caller then reads why).
+   */
+  async heartbeat(id: string, ownerId: string, at: Date, next: Date): Promise<string | undefined> {
+    const rows: { next: string }[] = await this.dataSource.query(
+      `WITH s AS (UPDATE link_sessions s SET last_heartbeat_time = $3, next_expected_heartbeat = $4 WHERE s.id = $1 AND s.owner_id = $2 AND ${LIVE} RETURNING s.next_expected_heartbeat)
+       SELECT ${isoTime('s.next_expected_heartbeat')} AS next FROM s`,
+      [id, ownerId, at, next],
+    );
+    return rows[0]?.next;
+  }
+
   /** The caller's sessions, newest first. */
   async ofOwner(ownerId: string): Promise<SessionRow[]> {
     return this.dataSource.query(`SELECT ${SESSION_COLUMNS} FROM link_sessions s WHERE s.owner_id = $1 ORDER BY s.start_time DESC, s.id DESC`, [ownerId]);

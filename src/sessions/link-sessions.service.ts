@@ -229,15 +229,12 @@ export class LinkSessionsService {
   }
 
   async heartbeat(caller: Caller, id: string): Promise<HeartbeatDto> {
-    await this.own(caller, id);
     const now = this.clock.now();
-    const next = new Date(now.getTime() + this.config.sessionHeartbeatInterval * 1000);
-    const { row, changed } = await this.sessions.transition(id, (current) =>
-      isLive(current.status) ? { lastHeartbeatTime: now, nextExpectedHeartbeat: next } : undefined,
-    );
-    if (!row) throw sessionNotFound(id);
-    if (!changed) throw new ConflictError(`Link session ${id} has ended (${row.status}): it takes no heartbeat`);
-    return { nextExpectedHeartbeat: row.nextExpectedHeartbeat };
+    const next = await this.sessions.heartbeat(id, caller.userId, now, new Date(now.getTime() + this.config.sessionHeartbeatInterval * 1000));
+    if (next !== undefined) return { nextExpectedHeartbeat: next };
+    // Not taken: another user's session (404), or one that has ended (409).
+    const row = await this.own(caller, id);
+    throw new ConflictError(`Link session ${id} has ended (${row.status}): it takes no heartbeat`);
   }
 
   /** A window of the session's stdout or stderr (its latest execution's), as `{message}`. */
