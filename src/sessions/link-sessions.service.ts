@@ -126,8 +126,7 @@ export class LinkSessionsService {
       owner: { id: caller.userId, name: caller.userName },
       task: {
         name: SESSION_TASK,
-        command: configuration.command,
-        args: configuration.args,
+        ...this.configurations.launchOf(configuration),
         envVars: [
           ...configuration.envVars.filter((variable) => !variable.name.startsWith('HUB_SESSION_')),
           { name: 'HUB_SESSION_PORT', value: String(endpoint.port) },

@@ -74,6 +74,16 @@ export class SessionConfigurationsService implements OnModuleInit {
     });
   }
 
+  /**
+   * What a session of `row` runs: as stored, except the built-in `files`, whose server this hub
+   * places itself (another hub may have written the row with its own paths).
+   */
+  launchOf(row: SessionConfigurationRow): { command: string; args: string[] } {
+    if (row.builtIn && row.name === FILES_CONFIGURATION)
+      return { command: this.programs.node(), args: [this.programs.place('files-server.mjs', FILES_SERVER)] };
+    return { command: row.command, args: row.args };
+  }
+
   /** `[{name, description}]` of the configurations the caller may Use (in `*`). */
   async listUsable(caller: Caller): Promise<SessionConfigurationEntryDto[]> {
     const all = await this.configurations.all();

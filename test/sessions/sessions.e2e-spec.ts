@@ -560,6 +560,32 @@ describe('link sessions', () => {
       await engine.reap();
       expectProblem(await get(`${SESSIONS}/${mortal.sessionID}`), 404);
     });
+
+    it('ends a due session once when two hubs on one database reap at the same moment', async () => {
+      jest.restoreAllMocks();
+      const second = await startTestHub({ databaseUrl: hub.databaseUrl, env: { HUB_MAX_RUNNING_JOBS_PER_USER: '0' } });
+      try {
+        const now = new Date();
+        const clocks = [freezeClock(hub, now), freezeClock(second, now)];
+        await configure(shell('two-hubs', 'sleep 60', { startTimeoutSeconds: 3600 }));
+        const session = await start({ configuration: 'two-hubs' });
+        for (const clock of clocks) clock.advance(200_000);
+        const ended = await Promise.all([hub.app.get(SessionEngine).reap(), second.app.get(SessionEngine).reap()]);
+        expect(ended[0] + ended[1]).toBeGreaterThanOrEqual(1);
+        const reaped = (await get(`${SESSIONS}/${session.sessionID}`)).json<Session>();
+        expect(reaped.events.filter((event) => event.type === 'Terminated')).toEqual([
+          expect.objectContaining({ details: expect.objectContaining({ reason: 'heartbeat' }) }),
+        ]);
+        await poll(
+          () => jobStatusOf(session.sessionID),
+          (status) => status === 'dead',
+          'the reaped session’s job to be dead',
+        );
+      } finally {
+        jest.restoreAllMocks();
+        await second.close();
+      }
+    });
   });
 
   describe('a hub restart', () => {
