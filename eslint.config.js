@@ -70,4 +70,11 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: globals.node, parserOptions: { projectService: false } },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // Programs the hub ships for workloads (src/sessions/programs): plain Node.js, run as job users, outside the TypeScript project.
+    files: ['src/**/programs/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { sourceType: 'module', globals: globals.node, parserOptions: { projectService: false } },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, 'no-console': 'off' },
+  },
 );

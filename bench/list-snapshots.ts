@@ -35,6 +35,7 @@ import { ProfileBindingsRepository } from '../src/execution-profiles/profile-bin
 import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js';
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
+import { LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { RolesRepository } from '../src/rbac/roles.repository.js';
@@ -159,6 +160,7 @@ async function main(): Promise<void> {
       profileBindings: new ProfileBindingsRepository(dataSource),
       pipelineEntries: new PipelineEntriesRepository(dataSource),
       pipelineRuns: new PipelineRunsRepository(dataSource),
+      sessions: new LinkSessionsRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

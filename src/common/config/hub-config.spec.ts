@@ -59,6 +59,10 @@ const DEFAULTS: HubConfig = {
   resultMaxBytes: 1073741824,
   runRetentionDays: 30,
   logLevel: 'info',
+  publicUrl: undefined,
+  sessionHeartbeatInterval: 60,
+  sessionHeartbeatGrace: 120,
+  sessionRetentionHours: 24,
 };
 
 const ALL_SETTINGS = [
@@ -97,6 +101,10 @@ const ALL_SETTINGS = [
   'HUB_RESULT_MAX_BYTES',
   'HUB_RUN_RETENTION_DAYS',
   'HUB_LOG_LEVEL',
+  'HUB_PUBLIC_URL',
+  'HUB_SESSION_HEARTBEAT_INTERVAL',
+  'HUB_SESSION_HEARTBEAT_GRACE',
+  'HUB_SESSION_RETENTION_HOURS',
 ];
 
 describe('SETTING_NAMES', () => {
@@ -174,6 +182,10 @@ describe('loadHubConfig', () => {
         HUB_MAX_RUNNING_JOBS_PER_USER: '0',
         HUB_RESULT_MAX_BYTES: '5000000000',
         HUB_RUN_RETENTION_DAYS: '3',
+        HUB_PUBLIC_URL: 'https://hub.example.org/',
+        HUB_SESSION_HEARTBEAT_INTERVAL: '30',
+        HUB_SESSION_HEARTBEAT_GRACE: '45',
+        HUB_SESSION_RETENTION_HOURS: '6',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -210,6 +222,10 @@ describe('loadHubConfig', () => {
         resultMaxBytes: 5000000000,
         runRetentionDays: 3,
         logLevel: 'debug',
+        publicUrl: 'https://hub.example.org',
+        sessionHeartbeatInterval: 30,
+        sessionHeartbeatGrace: 45,
+        sessionRetentionHours: 6,
       });
     });
 

@@ -82,6 +82,14 @@ export abstract class HubConfig {
   /** Days a finished pipeline run, with its results, is kept. */
   abstract readonly runRetentionDays: number;
   abstract readonly logLevel: LogLevel;
+  /** The hub's address as clients reach it (`https://hub.example.org`), for absolute URLs in replies; absent: the request's protocol and Host. */
+  abstract readonly publicUrl?: string;
+  /** Seconds from a link session's heartbeat to the next one expected. */
+  abstract readonly sessionHeartbeatInterval: number;
+  /** Seconds past the expected heartbeat before the reaper terminates a session. */
+  abstract readonly sessionHeartbeatGrace: number;
+  /** Hours an ended link session stays queryable. */
+  abstract readonly sessionRetentionHours: number;
 }
 
 /** Host groups that grant root's powers or a way to them (devices, containers, virtual machines, logs, shadow passwords). */
@@ -359,6 +367,31 @@ class HubEnvironment {
   @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: '$property must be an http:// or https:// URL with no query' })
+  HUB_PUBLIC_URL?: string = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(86400)
+  HUB_SESSION_HEARTBEAT_INTERVAL = 60;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(86400)
+  HUB_SESSION_HEARTBEAT_GRACE = 120;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(87600)
+  HUB_SESSION_RETENTION_HOURS = 24;
 }
 
 /** Every setting the hub reads, in the order `.env.example` lists them. */
@@ -423,6 +456,10 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     resultMaxBytes: settings.HUB_RESULT_MAX_BYTES,
     runRetentionDays: settings.HUB_RUN_RETENTION_DAYS,
     logLevel: settings.HUB_LOG_LEVEL,
+    publicUrl: settings.HUB_PUBLIC_URL?.replace(/\/+$/, ''),
+    sessionHeartbeatInterval: settings.HUB_SESSION_HEARTBEAT_INTERVAL,
+    sessionHeartbeatGrace: settings.HUB_SESSION_HEARTBEAT_GRACE,
+    sessionRetentionHours: settings.HUB_SESSION_RETENTION_HOURS,
   };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
@@ -112,7 +112,8 @@ export function installHttpHooks(fastify: FastifyInstance, metrics: MetricsServi
     done();
   });
   fastify.addHook('preValidation', (request, _reply, done) => {
-    const problem = bodyProblem(request.body);
+    // A body passed through unparsed (the link session proxy streams it on) is not the hub's to walk.
+    const problem = request.body instanceof Readable ? undefined : bodyProblem(request.body);
     done(problem && InvalidInputError.at(problem.path, `The request body ${problem.path ? `at ${problem.path} ` : ''}${problem.message}`));
   });
   fastify.addHook('onResponse', (request, reply, done) => {
