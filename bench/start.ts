@@ -21,7 +21,8 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 7);
 const DATABASE = `hub_bench_start_${process.pid}`;
 
-type Marks = [string, number][];
+/** Each step's name, its end since the process began (ms), and the process's CPU time (user and system, ms) by then. */
+type Marks = [string, number, number][];
 /** What begins the child's line of figures on its standard output. */
 const RESULT = 'start-figures';
 
@@ -41,8 +42,12 @@ const PACKAGES = [
 
 /** One start in this process, as main.ts and createHubApp make it, with the time of each step since the process began. */
 async function child(): Promise<void> {
-  const marks: Marks = [['node started', performance.now()]];
-  const mark = (name: string) => marks.push([name, performance.now()]);
+  const cpuMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  const marks: Marks = [['node started', performance.now(), cpuMs()]];
+  const mark = (name: string) => marks.push([name, performance.now(), cpuMs()]);
   for (const name of PACKAGES) {
     await import(name);
     mark(`loading ${name}`);
@@ -85,12 +90,11 @@ async function child(): Promise<void> {
   const ready = await fetch(`http://127.0.0.1:${config.port}/health/ready`);
   await ready.text();
   mark(`first /health/ready (${ready.status})`);
-  const cpu = process.cpuUsage();
   const document = await fetch(`http://127.0.0.1:${config.port}/api/openapi.json`);
   await document.text();
   mark(`after the start: first /api/openapi.json (${document.status})`);
   // On a line of its own, after whatever the hub logged there (its warnings at start).
-  process.stdout.write(`\n${RESULT} ${JSON.stringify({ marks, database, cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
+  process.stdout.write(`\n${RESULT} ${JSON.stringify({ marks, database })}\n`);
   await app.close();
   process.exit(0);
 }
@@ -98,7 +102,6 @@ async function child(): Promise<void> {
 interface ChildFigures {
   readonly marks: Marks;
   readonly database: number;
-  readonly cpuMs: number;
 }
 
 async function runChild(env: Record<string, string>, port: number): Promise<ChildFigures> {
@@ -134,27 +137,33 @@ async function main(): Promise<void> {
   try {
     await stop(await startNode(HUB, env, '/health/ready')); // migrates
     const spawned: number[] = [];
-    const steps = new Map<string, number[]>();
+    /** Each step's wall and CPU milliseconds, per run. */
+    const steps = new Map<string, { wall: number[]; cpu: number[] }>();
     const databases: number[] = [];
-    const cpu: number[] = [];
     for (let run = 0; run < RUNS; run += 1) {
       const hub = await startNode(HUB, env, '/health/ready');
       spawned.push(hub.startMs);
       await stop(hub);
       const figures = await runChild(env, await freePort());
       databases.push(figures.database);
-      cpu.push(figures.cpuMs);
-      figures.marks.forEach(([name, at], index) => steps.set(name, [...(steps.get(name) ?? []), at - (index === 0 ? 0 : figures.marks[index - 1][1])]));
+      figures.marks.forEach(([name, at, cpu], index) => {
+        const [, before, cpuBefore] = index === 0 ? ['', 0, 0] : figures.marks[index - 1];
+        const step = steps.get(name) ?? { wall: [], cpu: [] };
+        step.wall.push(at - before);
+        step.cpu.push(cpu - cpuBefore);
+        steps.set(name, step);
+      });
     }
+    const sum = (pick: (step: { wall: number[]; cpu: number[] }) => number[]) => {
+      const counted = [...steps.entries()].filter(([name]) => !name.startsWith('after the start')).map(([, step]) => pick(step));
+      return Array.from({ length: RUNS }, (_, run) => counted.reduce((total, values) => total + values[run], 0));
+    };
     console.log(`\nHub start on external PostgreSQL, ${RUNS} fresh processes (ms); load average ${loadBefore} before, ${load()} after\n`);
     console.log(`**node dist/src/main.js, spawn to the first 200 of /health/ready: min | median | max ${spread(spawned)}**\n`);
-    console.log('| step (in a child making the same start) | min | median | max |\n|---|---|---|---|');
-    for (const [name, values] of steps) console.log(`| ${name} | ${spread(values)} |`);
-    console.log(`| (of Nest's create: the database connected, its migrations checked, the change feed) | ${spread(databases)} |`);
-    const total = [...steps.entries()].filter(([name]) => !name.startsWith('after the start'));
-    const toReady = Array.from({ length: RUNS }, (_, run) => total.reduce((sum, [, values]) => sum + values[run], 0));
-    console.log(`| **the child: node's start to the first 200 of /health/ready** | ${spread(toReady)} |`);
-    console.log(`| (the child's CPU time, user and system, to that 200) | ${spread(cpu)} |`);
+    console.log('| step (in a child making the same start) | wall min | median | max | CPU min | median | max |\n|---|---|---|---|---|---|---|');
+    for (const [name, step] of steps) console.log(`| ${name} | ${spread(step.wall)} | ${spread(step.cpu)} |`);
+    console.log(`| (of Nest's create: the database connected, its migrations checked, the change feed) | ${spread(databases)} | | | |`);
+    console.log(`| **the child: node's start to the first 200 of /health/ready** | ${spread(sum((step) => step.wall))} | ${spread(sum((step) => step.cpu))} |`);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
     await dropDatabase(DATABASE);
