@@ -8,17 +8,21 @@
 //   figure what it adds), the hub's own modules, Nest's create (injection, the database), the
 //   HTTP hooks and routes, the bootstrap hooks, Fastify's ready, listening, the first
 //   /health/ready; then, after the start, the first /api/openapi.json (built on that request).
-// Uses hub_bench_start_<pid> on BENCH_DATABASE_URL, migrated by a first start that is not counted.
+// With BENCH_START_COMPARE=<directory of another built checkout>, that tree's dist/src/main.js is
+// started too, alternately with this one's, on the same database: a before/after in one run, at one
+// load (the CPU time each process spent to its 200, read from /proc, is the figure to compare on
+// a busy machine). Uses hub_bench_start_<pid> on BENCH_DATABASE_URL, migrated by a first start that is not counted.
 // docs/operations.md#start-up. Only node's built-in modules are imported statically, so that the
 // child's first mark is node's own start.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 7);
+const COMPARE = process.env.BENCH_START_COMPARE;
 const DATABASE = `hub_bench_start_${process.pid}`;
 
 /** Each step's name, its end since the process began (ms), and the process's CPU time (user and system, ms) by then. */
@@ -140,10 +144,25 @@ async function main(): Promise<void> {
     /** Each step's wall and CPU milliseconds, per run. */
     const steps = new Map<string, { wall: number[]; cpu: number[] }>();
     const databases: number[] = [];
+    const spawnedCpu: number[] = [];
+    const compared: number[] = [];
+    const comparedCpu: number[] = [];
+    /** A process's CPU time so far, user and system (Linux; clock ticks of 10 ms). */
+    const cpuOf = (pid: number) => {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    };
     for (let run = 0; run < RUNS; run += 1) {
       const hub = await startNode(HUB, env, '/health/ready');
       spawned.push(hub.startMs);
+      spawnedCpu.push(cpuOf(hub.process.pid!));
       await stop(hub);
+      if (COMPARE) {
+        const other = await startNode(join(COMPARE, 'dist', 'src', 'main.js'), env, '/health/ready');
+        compared.push(other.startMs);
+        comparedCpu.push(cpuOf(other.process.pid!));
+        await stop(other);
+      }
       const figures = await runChild(env, await freePort());
       databases.push(figures.database);
       figures.marks.forEach(([name, at, cpu], index) => {
@@ -159,7 +178,12 @@ async function main(): Promise<void> {
       return Array.from({ length: RUNS }, (_, run) => counted.reduce((total, values) => total + values[run], 0));
     };
     console.log(`\nHub start on external PostgreSQL, ${RUNS} fresh processes (ms); load average ${loadBefore} before, ${load()} after\n`);
-    console.log(`**node dist/src/main.js, spawn to the first 200 of /health/ready: min | median | max ${spread(spawned)}**\n`);
+    console.log(
+      '| node dist/src/main.js, spawn to the first 200 of /health/ready | wall min | median | max | CPU min | median | max |\n|---|---|---|---|---|---|---|',
+    );
+    console.log(`| **this tree** | ${spread(spawned)} | ${spread(spawnedCpu)} |`);
+    if (COMPARE) console.log(`| ${COMPARE} | ${spread(compared)} | ${spread(comparedCpu)} |`);
+    console.log('');
     console.log('| step (in a child making the same start) | wall min | median | max | CPU min | median | max |\n|---|---|---|---|---|---|---|');
     for (const [name, step] of steps) console.log(`| ${name} | ${spread(step.wall)} | ${spread(step.cpu)} |`);
     console.log(`| (of Nest's create: the database connected, its migrations checked, the change feed) | ${spread(databases)} | | | |`);
