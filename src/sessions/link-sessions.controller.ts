@@ -1,5 +1,5 @@
 import { Body, Controller, Param, Query } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '../common/http/openapi-decorators.js';
 import type { FastifyRequest } from 'fastify';
 import { HubConfig } from '../common/config/hub-config.js';
 import type { ByteWindowReply } from '../common/http/byte-reply.js';

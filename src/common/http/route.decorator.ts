@@ -13,8 +13,8 @@ import {
   ApiQuery,
   ApiResponse,
   getSchemaPath,
-  type SchemaObject,
-} from '@nestjs/swagger';
+} from './openapi-decorators.js';
+import type { SchemaObject } from '@nestjs/swagger';
 import { ProblemDetailsDto } from '../errors/problem-details.dto.js';
 import { OCTET_STREAM } from './byte-reply.js';
 import { Projected } from './list-envelope.js';
