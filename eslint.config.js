@@ -44,6 +44,25 @@ export default tseslint.config(
   },
   ...areaBoundaries,
   {
+    // Loading @nestjs/swagger costs the start; its decorators are deferred (src/common/http/openapi-decorators.ts).
+    files: ['src/**/*.ts'],
+    ignores: ['src/common/http/openapi-decorators.spec.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@nestjs/swagger',
+              message: 'Import the OpenAPI decorators from common/http/openapi-decorators.js, which applies them when the document is first wanted.',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/common/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -69,5 +88,12 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { sourceType: 'commonjs', globals: globals.node, parserOptions: { projectService: false } },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // Programs the hub ships for workloads (src/sessions/programs): plain Node.js, run as job users, outside the TypeScript project.
+    files: ['src/**/programs/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { sourceType: 'module', globals: globals.node, parserOptions: { projectService: false } },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, 'no-console': 'off' },
   },
 );

@@ -1,7 +1,8 @@
-// The baseline of the namespaces list benchmark: bare Fastify and a pg pool running exactly the SQL
-// the hub sends for `GET /api/v2/namespaces?filter[name][CO]=…&sort=-_created&page[limit]=…` (the
-// count and the page, in parallel; TypeORM writes LIMIT and OFFSET into the text), with the same
-// JSON out. No authentication, no validation, no framework.
+// The baseline of the namespaces list benchmark: bare Fastify and a pg pool running the plain SQL
+// of `GET /api/v2/namespaces?filter[name][CO]=…&sort=-_created&page[limit]=…` as the hub sent it
+// before issue 26 (the count and the page as two statements, in parallel; TypeORM writes LIMIT and
+// OFFSET into the text; the hub now sends one, the page carrying its count), with the same JSON
+// out. No authentication, no validation, no framework. Kept as it was, so that figures compare.
 import Fastify from 'fastify';
 import pg from 'pg';
 

@@ -30,6 +30,8 @@ import {
 import { type PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { type PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { type PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
+import { type LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
+import { SESSION_LIST_QUERY } from '../src/sessions/list-queries.js';
 import { type AuditRepository } from '../src/rbac/audit.repository.js';
 import { AUDIT_LIST_QUERY, ROLE_BINDING_DELETE_QUERY, ROLE_BINDING_LIST_QUERY, ROLE_LIST_QUERY } from '../src/rbac/list-queries.js';
 import { type RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
@@ -75,6 +77,7 @@ export interface Repositories {
   readonly pipelineEntries: PipelineEntriesRepository;
   readonly pipelineRuns: PipelineRunsRepository;
   readonly pipelineTriggers: PipelineTriggersRepository;
+  readonly sessions: LinkSessionsRepository;
 }
 
 export interface ListCase {
@@ -141,6 +144,21 @@ function entries(title: string, raw: (seeded: Seeded) => RawQuery, caller: Calle
     raw,
     caller,
     run: (r, q, s) => listEntries(r, q, s),
+  };
+}
+
+const SESSION_RECENT = seededTime(MILLION.others - 8_640); // the last day of a million sessions
+const SESSION_EARLY = seededTime(100_000);
+
+/** The administrator's query of link sessions (every session: it has no narrowed callers). */
+function sessions(title: string, raw: (seeded: Seeded) => RawQuery): ListCase {
+  return {
+    area: 'sessions',
+    file: 'link-sessions',
+    spec: SESSION_LIST_QUERY,
+    path: `GET /linksessions/sessions${title}`,
+    raw,
+    run: (r, q) => r.sessions.list(q),
   };
 }
 
@@ -272,6 +290,17 @@ export const CASES: ListCase[] = [
   entries('', () => ({}), 'narrowed'),
   entries('?sort=-_created', () => ({ sort: '-_created' }), 'narrowed'),
   entries('?filter[folderPath][EQ]=/', () => ({ 'filter[folderPath][EQ]': '/' }), 'narrowed'),
+  sessions('', () => ({})),
+  sessions('?sort=startTime', () => ({ sort: 'startTime' })),
+  sessions('?sort=-deathClock', () => ({ sort: '-deathClock' })),
+  sessions('?sort=configurationName', () => ({ sort: 'configurationName' })),
+  sessions('?filter[ownerPrincipal][EQ]=<a user>', (s) => ({ 'filter[ownerPrincipal][EQ]': s.userId })),
+  sessions('?filter[configurationName][EQ]=notebook', () => ({ 'filter[configurationName][EQ]': 'notebook' })),
+  sessions('?filter[status][EQ]=Ready', () => ({ 'filter[status][EQ]': 'Ready' })),
+  sessions('?filter[status][IN]=Pending,Ready,Blocked', () => ({ 'filter[status][IN]': 'Pending,Ready,Blocked' })),
+  sessions('?filter[startTime][GT]=<last day>', () => ({ 'filter[startTime][GT]': SESSION_RECENT })),
+  sessions('?filter[deathClock][LT]=<early>&sort=deathClock', () => ({ 'filter[deathClock][LT]': SESSION_EARLY, sort: 'deathClock' })),
+  sessions('?page[offset]=900000', () => ({ 'page[offset]': '900000' })),
   runs('', () => ({})),
   runs('?sort=created', () => ({ sort: 'created' })),
   runs('?filter[state][EQ]=Executing', () => ({ 'filter[state][EQ]': 'Executing' })),

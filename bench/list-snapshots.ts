@@ -36,6 +36,7 @@ import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
+import { LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
 import { RolesRepository } from '../src/rbac/roles.repository.js';
@@ -164,6 +165,7 @@ async function main(): Promise<void> {
       pipelineEntries: new PipelineEntriesRepository(dataSource),
       pipelineRuns: new PipelineRunsRepository(dataSource),
       pipelineTriggers: new PipelineTriggersRepository(dataSource),
+      sessions: new LinkSessionsRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

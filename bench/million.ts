@@ -107,6 +107,7 @@ export async function seedMillion(
     if (size.others > 0) await seedPipelineEntries(step, size.others);
     if (size.others > 0) await seedPipelineRuns(step, size.others);
     if (size.others > 0) await seedTriggerFirings(step, size.others);
+    if (size.others > 0) await seedLinkSessions(step, size.others);
     if (options.rebuildIndexes) {
       const began = performance.now();
       await rebuild(url, rebuilt);
@@ -139,6 +140,7 @@ const SEEDED_TABLES = [
   'pipeline_entries',
   'pipeline_runs',
   'pipeline_trigger_firings',
+  'link_sessions',
 ];
 
 /** Drops the seeded tables' indexes that back no constraint; returns the statements that make them again. */
@@ -363,4 +365,30 @@ export async function seedDeployment(url: string, log: (line: string) => void = 
   } finally {
     await client.end();
   }
+}
+
+/** Link session configurations the seeded sessions name, one in SEED_SESSION_CONFIGURATIONS each. */
+export const SEED_SESSION_CONFIGURATIONS = ['files', 'notebook', 'desktop', 'rstudio', 'vscode'];
+
+/**
+ * Link sessions: SEED_SPACING_SECONDS apart as the jobs, of every seeded user, 0.3 % Ready, 0.2 %
+ * Pending, 0.1 % Blocked, the rest ended (a fifth Failed); each lives a day. None has a job, so a
+ * hub on the database would reap the live ones, never start anything.
+ */
+async function seedLinkSessions(step: (what: string, text: string) => Promise<void>, n: number): Promise<void> {
+  const configurations = `ARRAY[${SEED_SESSION_CONFIGURATIONS.map((name) => `'${name}'`).join(', ')}]`;
+  await step(
+    `${n} link sessions`,
+    `INSERT INTO link_sessions (id, owner_id, owner_name, configuration_name, status, host, port, secret, access_token, readiness, start_timeout_seconds,
+       start_time, ready_time, finished_time, death_clock, next_expected_heartbeat, events)
+     SELECT gen_random_uuid(), us.ids[1 + (i / ${SEED_NAMESPACES}) % ${SEED_OWNERS}], us.names[1 + (i / ${SEED_NAMESPACES}) % ${SEED_OWNERS}],
+            (${configurations})[1 + i % ${SEED_SESSION_CONFIGURATIONS.length}], s.status, '127.0.0.1', 40000 + i % 20000, md5(i::text), md5('token' || i),
+            '{"type":"port"}'::jsonb, 60, t, CASE WHEN s.status NOT IN ('Pending', 'Blocked') THEN t + interval '1 second' END,
+            CASE WHEN s.status IN ('Failed', 'Terminated') THEN t + interval '1 hour' END, t + interval '1 day', t + interval '1 minute', '[]'::jsonb
+     FROM generate_series(1, ${n}) i,
+          LATERAL (SELECT '${SEED_EPOCH}'::timestamptz + i * interval '${SEED_SPACING_SECONDS} seconds' AS t) time,
+          LATERAL (SELECT CASE WHEN i % 1000 < 3 THEN 'Ready' WHEN i % 1000 < 5 THEN 'Pending' WHEN i % 1000 < 6 THEN 'Blocked'
+                               WHEN i % 5 = 0 THEN 'Failed' ELSE 'Terminated' END AS status) s,
+          (SELECT array_agg(id ORDER BY user_name) AS ids, array_agg(user_name ORDER BY user_name) AS names FROM users WHERE user_name LIKE 'seed-user-%') us`,
+  );
 }

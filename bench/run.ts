@@ -17,6 +17,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 10;
 /** Rounds per server, alternating hub and bare (an A/B in one run), so that drift in the machine's load hits both alike. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** BENCH_LIST_ONLY=1: the list's side-by-side alone, without the cold starts (to repeat it on a shared machine). */
+const LIST_ONLY = process.env.BENCH_LIST_ONLY === '1';
 const LIST_QUERY = `filter[name][CO]=data&sort=-_created&page[limit]=50`;
 /** The hub against the bare handler, measured side by side (docs/api-conventions.md). */
 const TARGET_THROUGHPUT_RATIO = 0.85;
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
   await sql(env.DATABASE_URL, 'VACUUM ANALYZE namespaces'); // As autovacuum would, soon after a bulk load.
 
   const externalStarts: number[] = [];
-  for (let run = 0; run < 3; run += 1) {
+  for (let run = 0; run < (LIST_ONLY ? 0 : 3); run += 1) {
     const started = await startNode(HUB, env, '/health/ready');
     externalStarts.push(started.startMs);
     await stop(started);
@@ -98,7 +100,7 @@ async function main(): Promise<void> {
   await stop(hub);
   await stop(bare);
 
-  const embedded = await embeddedStarts();
+  const embedded = LIST_ONLY ? { firstMs: NaN, restartMs: NaN, hubRssMiB: NaN } : await embeddedStarts();
   rmSync(env.HUB_DATA_DIR, { recursive: true, force: true });
 
   const results = {

@@ -13,7 +13,16 @@ import formats from 'ajv-formats';
  * Routes the hub serves outside its document: the interactive documentation, its assets and the
  * document itself (`@nestjs/swagger` serves them, not a controller). Fastify's route templates.
  */
-export const OUTSIDE_THE_DOCUMENT: readonly string[] = ['/api/docs', '/api/docs/', '/api/docs/*', '/api/openapi.json'];
+export const OUTSIDE_THE_DOCUMENT: readonly string[] = [
+  '/api/docs',
+  '/api/docs/',
+  '/api/docs/*',
+  '/api/openapi.json',
+  // The link session proxy: its replies are the session's own (docs/sessions.md describes the hub's refusals).
+  '/api/v2/linksessions/sessions/{sessionId}/proxy',
+  '/api/v2/linksessions/sessions/{sessionId}/proxy/',
+  '/api/v2/linksessions/sessions/{sessionId}/proxy/*',
+];
 
 interface SchemaObject {
   readonly [keyword: string]: unknown;

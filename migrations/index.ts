@@ -19,7 +19,9 @@ import { FairShareHandOverProbe1795420000000 } from './1795420000000-FairShareHa
 import { PipelineEntries1795430000000 } from './1795430000000-PipelineEntries.js';
 import { WorkloadKeys1795440000000 } from './1795440000000-WorkloadKeys.js';
 import { PipelineRuns1795450000000 } from './1795450000000-PipelineRuns.js';
+import { RunRevisions1795455000000 } from './1795455000000-RunRevisions.js';
 import { Triggers1795460000000 } from './1795460000000-Triggers.js';
+import { LinkSessions1795470000001 } from './1795470000001-LinkSessions.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -43,5 +45,7 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   PipelineEntries1795430000000,
   WorkloadKeys1795440000000,
   PipelineRuns1795450000000,
+  RunRevisions1795455000000,
   Triggers1795460000000,
+  LinkSessions1795470000001,
 ];

@@ -9,6 +9,7 @@ import type { HubConfig } from './common/config/hub-config.js';
 import { NamespacesModule } from './namespaces/namespaces.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { PipelinesModule } from './pipelines/pipelines.module.js';
+import { SessionsModule } from './sessions/sessions.module.js';
 import { RbacModule } from './rbac/rbac.module.js';
 
 /** The hub: the shared machinery and one module per area. */
@@ -26,6 +27,7 @@ export class AppModule {
         ExecutionProfilesModule,
         ClusterModule,
         PipelinesModule,
+        SessionsModule,
         ObservabilityModule,
       ],
     };

@@ -1,5 +1,5 @@
 import { Body, Controller } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '../common/http/openapi-decorators.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import { Origin, type RequestOrigin } from '../common/http/client-address.js';
 import type { Versioned } from '../common/http/entity-tag.js';

@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '../common/http/openapi-decorators.js';
 import { CurrentCaller, type Caller } from '../common/http/caller.js';
 import type { ListEnvelope } from '../common/http/list-envelope.js';
 import { Route } from '../common/http/route.decorator.js';

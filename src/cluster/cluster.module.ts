@@ -25,6 +25,8 @@ import { hubRunsAsRoot } from './drivers/host-tools.js';
 import { LocalDriver } from './drivers/local-driver.js';
 import { JobIdentities, NOT_ROOT } from './job-identities.js';
 import { RevokedOwners } from './revoked-owners.js';
+import { ServiceEndpoints } from './service-endpoints.js';
+import { ShippedPrograms } from './shipped-programs.js';
 import { SlurmDriver } from './drivers/slurm-driver.js';
 import { ClusterJob } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
@@ -86,9 +88,11 @@ const DRIVER: Provider = {
     ExecutionAnnouncements,
     Attempts,
     FilesCopiedOut,
+    ServiceEndpoints,
+    ShippedPrograms,
     DRIVER,
   ],
-  exports: [ClusterService, ExecutionAnnouncements, FilesCopiedOut],
+  exports: [ClusterService, ExecutionAnnouncements, FilesCopiedOut, ServiceEndpoints, ShippedPrograms],
 })
 export class ClusterModule {
   constructor(namespaces: NamespacesService, profiles: ExecutionProfilesService, cluster: ClusterRepository) {

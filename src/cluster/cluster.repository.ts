@@ -268,6 +268,7 @@ export interface LatestAttemptRow {
   readonly exitCode: number | null;
   readonly taskState: TaskState;
   readonly attempts: number;
+  readonly executionDir: string;
 }
 
 export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
@@ -476,7 +477,7 @@ export class ClusterRepository {
     if (jobIds.length === 0) return Promise.resolve([]);
     return manager.query(
       `SELECT DISTINCT ON (e.job_id) e.job_id AS "jobId", e.id AS "executionId", e.status, e.exit_code AS "exitCode", e.task_state AS "taskState",
-              count(*) OVER (PARTITION BY e.job_id)::int AS attempts
+              e.execution_dir AS "executionDir", count(*) OVER (PARTITION BY e.job_id)::int AS attempts
        FROM job_executions e WHERE e.job_id = ANY($1::uuid[]) ORDER BY e.job_id, e.created DESC, e.id DESC`,
       [jobIds],
     );

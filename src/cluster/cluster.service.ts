@@ -76,6 +76,8 @@ export const MAX_WORKLOAD_KEY = 512;
 /** A job's latest execution, as latestAttempts gives it. */
 export interface LatestAttempt {
   readonly executionId: string;
+  /** Its directory, for FilesCopiedOut (which reads it by the execution's id when not given it). */
+  readonly executionDir: string;
   /** 1 for the first execution. */
   readonly attempt: number;
   readonly status: ExecutionStatus;
@@ -329,6 +331,7 @@ export class ClusterService {
           row.jobId,
           {
             executionId: row.executionId,
+            executionDir: row.executionDir,
             attempt: row.attempts,
             status: row.status,
             exitCode: row.exitCode,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { ChangeFeed } from '../common/database/change-feed.js';
+import { announceChange, type ChangeFeed } from '../common/database/change-feed.js';
 import type { ClusterMetrics } from '../common/metrics/cluster-metrics.js';
 import { taskEvent, type ClusterRepository } from './cluster.repository.js';
 import type { ClusterDriver, Tracked } from './drivers/cluster-driver.js';
@@ -120,7 +120,7 @@ export class ExecutionStops {
 
   /** Asks, through the database, the hub that follows (or prepared) an execution to stop what runs of it. */
   private async askToStop(executionId: string): Promise<void> {
-    await this.dataSource.query(`SELECT pg_notify('hub_changes', $1)`, [JSON.stringify({ table: STOP_NOTICE, id: executionId })]);
+    await announceChange(this.dataSource, { table: STOP_NOTICE, id: executionId });
   }
 
   /** Kills, when this hub follows it, an execution another hub ended (a stop asked there). */

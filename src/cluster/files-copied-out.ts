@@ -15,6 +15,12 @@ import { ClusterRepository } from './cluster.repository.js';
 import { LOG_NAMES } from './drivers/cluster-driver.js';
 
 /** A file named to {@link FilesCopiedOut.copyOut}: stored under `key`, or not, and why (a sentence naming its path). */
+/**
+ * The execution files are copied out of: its id, or its id and directory as its latest attempt
+ * carries them (ClusterService.latestAttempts), which spares reading the directory again.
+ */
+export type CopiedExecution = string | { readonly executionId: string; readonly executionDir: string };
+
 export type CopiedFile =
   | { readonly name: string; readonly path: string; readonly stored: true; readonly size: number; readonly key: string }
   | { readonly name: string; readonly path: string; readonly stored: false; readonly reason: string };
@@ -139,9 +145,9 @@ export class FilesCopiedOut implements OnModuleInit {
    * be copied, an unexpected I/O error included, is `stored: false` with the reason; the others
    * are copied all the same.
    */
-  async copyOut(executionId: string, files: readonly { name: string; path: string }[], destination: string): Promise<CopiedFile[]> {
+  async copyOut(execution: CopiedExecution, files: readonly { name: string; path: string }[], destination: string): Promise<CopiedFile[]> {
     const prefix = checkedKey(destination);
-    const executionDir = await this.executionDir(executionId);
+    const { executionId, executionDir } = await this.located(execution);
     let work: Confined | Refusal | undefined;
     try {
       work = await this.confined(executionDir, 'work', 'the working directory');
@@ -177,9 +183,9 @@ export class FilesCopiedOut implements OnModuleInit {
    * file costs a directory, a file and an fsync. So is one the job made other than a regular file
    * of the log directory's owner (on Slurm the job owns that directory), which the hub's log says.
    */
-  async copyLogs(executionId: string, destination: string): Promise<CopiedLog[]> {
+  async copyLogs(execution: CopiedExecution, destination: string): Promise<CopiedLog[]> {
     const prefix = checkedKey(destination);
-    const executionDir = await this.executionDir(executionId);
+    const { executionId, executionDir } = await this.located(execution);
     const copied: CopiedLog[] = [];
     for (const name of LOG_NAMES) {
       const key = `${prefix}/${LOGS}/${name}`;
@@ -249,10 +255,12 @@ export class FilesCopiedOut implements OnModuleInit {
     await rm(join(this.root, checkedKey(prefix)), { recursive: true, force: true });
   }
 
-  private async executionDir(executionId: string): Promise<string> {
-    const dir = await this.cluster.executionDirOf(executionId);
-    if (dir === null) throw new NotFoundError(`Job execution ${executionId} not found`);
-    return dir;
+  /** The execution and its directory: as given (read with its latest attempt), else read by its id. */
+  private async located(execution: CopiedExecution): Promise<{ executionId: string; executionDir: string }> {
+    if (typeof execution !== 'string') return execution;
+    const dir = await this.cluster.executionDirOf(execution);
+    if (dir === null) throw new NotFoundError(`Job execution ${execution} not found`);
+    return { executionId: execution, executionDir: dir };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { Controller, Header } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '../common/http/openapi-decorators.js';
 import { Route } from '../common/http/route.decorator.js';
 import { MetricsService } from '../common/metrics/metrics.service.js';
 import { HealthDto, ReadinessDto } from './health.dto.js';

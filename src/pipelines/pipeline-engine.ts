@@ -1,16 +1,19 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
 import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
-import { FilesCopiedOut, type CopiedFile } from '../cluster/files-copied-out.js';
+import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
+import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import type { NodeState } from './dto/pipeline-run.dto.js';
 import { attemptsOf, FETCH_FAILED_EXIT, INPUTS_FILE, nodeCommand, parseInputNotes, redactedRepo, type InputNote, type RunNodeSpec } from './node-launch.js';
-import { PipelineRunsRepository, type NodeEvent, type NodeRow, type ResultRow, type RunRow } from './pipeline-runs.repository.js';
+import { PipelineRunsRepository, type LockedRun, type NodeEvent, type NodeRow, type ResultRow, type RunRow } from './pipeline-runs.repository.js';
 import { FINISHED, RunGraph, type Outcome } from './run-graph.js';
 
+/** The change feed's "table" of owners some of whose nodes the quota now holds back (id: the owner). */
+const OVER_QUOTA_NOTICE = 'pipeline_owner_over_quota';
 /** The prefix of a node job's workload key: `pipeline-run:<run id>:<node name>`. */
 const KEY_PREFIX = 'pipeline-run:';
 /** Runs advanced at once by this hub: each holds a connection, and a cluster call may need another. */
@@ -18,6 +21,8 @@ const CONCURRENT_ADVANCES = 4;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 /** Submissions and retries a pass asks of the cluster at once. */
 const ASKS_AT_ONCE = 8;
+/** How long nodes whose logs were stored wait to be flagged so, together (reads take the execution's own logs meanwhile). */
+const LOG_FLAGS_AFTER_MS = 50;
 
 export function workloadKeyOf(runId: string, node: string): string {
   return `${KEY_PREFIX}${runId}:${node}`;
@@ -65,10 +70,21 @@ const MAX_PLANS = 1000;
 /** What the next pass of a run is asked to read and do (see PipelineEngine.advance). */
 interface PassRequest {
   again: boolean;
-  jobs: Set<string> | 'all';
+  /** The changes announced since the pass under way began; every job of the run's when `all`. */
+  changes: ExecutionChange[];
+  all: boolean;
   retryWaiting: boolean;
   done: Promise<void>;
 }
+
+/** A run's nodes as this hub last wrote them, and the revision that write left the run at. */
+interface KeptNodes {
+  revision: number;
+  readonly nodes: NodeRow[];
+}
+
+/** What a pass saw of an execution and acted on: its start (the node Running), or its end (settled). */
+type Seen = 'started' | 'ended';
 
 /** Nodes whose attempt the cluster must be asked for, once the transaction that decided it committed. */
 interface ClusterWork {
@@ -93,10 +109,43 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly advancing = new Map<string, PassRequest>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly storingLogs = new Set<string>();
+  /** Nodes whose logs were stored, per run, not yet flagged so in the database (see flagLogsStored). */
+  private readonly logsToFlag = new Map<string, Set<string>>();
+  private flagging?: NodeJS.Timeout;
   /** Each run's spec, parsed, and its graph: a run's spec never changes, and a pass would otherwise parse both again. */
   private readonly plans = new Map<string, RunPlan>();
+  /**
+   * Each run's nodes as this hub's last write left them: a pass that finds the run at the next
+   * revision uses them instead of reading every node again (see PipelineRunsRepository.lock).
+   */
+  private readonly kept = new Map<string, KeptNodes>();
+  /**
+   * The executions whose start or end a committed pass of this hub acted on, per run: their
+   * announcements, which often come while that pass runs (a start and an end are announced
+   * together), need no pass of their own.
+   */
+  private readonly seen = new Map<string, Map<string, Seen>>();
   /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
   private readonly placementNotes = new Map<string, Map<string, string>>();
+  /**
+   * Owners with nodes the quota holds back, as far as this hub knows: read when it reconciles,
+   * added to by every hub's notice when it holds one back, dropped when a lookup finds none. An
+   * owner's job that ends sends this hub to look for their runs only then (undefined while the
+   * change feed is down, or before the first reconcile: every end does).
+   */
+  private ownersWaiting?: Set<string>;
+  /** Owners noticed while a reconcile reads them: the read may not see them yet. */
+  private noticedWhileReading?: Set<string>;
+  /** Raised by every notice: a lookup that found nothing drops its owner only if none came meanwhile. */
+  private notices = 0;
+  /** How many of each owner's jobs this hub heard end (see askCluster). */
+  private readonly ownerEnds = new Map<string, number>();
+  /**
+   * Room each owner waiting for it may have, as this hub heard: one more for each of their jobs
+   * that ended, every room there may be (Infinity) when it reconciled. Held-back nodes are asked
+   * for up to it (one at the least), as each ask past the room is a refused insert.
+   */
+  private readonly roomHeard = new Map<string, number>();
   private slots = CONCURRENT_ADVANCES;
   private readonly waitingForSlot: (() => void)[] = [];
   private unsubscribe?: () => void;
@@ -109,29 +158,68 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     private readonly announcements: ExecutionAnnouncements,
     private readonly files: FilesCopiedOut,
     private readonly profiles: ExecutionProfilesService,
+    private readonly changes: ChangeFeed,
   ) {}
 
   onApplicationBootstrap(): void {
     this.unsubscribe = this.announcements.subscribe((change) => this.heard(change));
+    this.changes.subscribe(OVER_QUOTA_NOTICE, (change) => {
+      if (change === 'reset') this.ownersWaiting = undefined;
+      else if (change.id) this.noticedWaiting(change.id);
+    });
     void this.reconcile();
   }
 
-  onApplicationShutdown(): void {
+  private noticedWaiting(ownerId: string): void {
+    this.notices += 1;
+    this.ownersWaiting?.add(ownerId);
+    this.noticedWhileReading?.add(ownerId);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    await this.flagLogsStored();
   }
 
   /** A run with its spec, which a lock without it leaves out, from the plans kept (made on first sight). */
   private withPlan(run: RunRow): RunRow {
     if (run.spec !== null) {
-      if (this.plans.size >= MAX_PLANS) this.plans.clear();
+      if (this.plans.size >= MAX_PLANS) this.forgetAll();
       const specs = specsOf(run);
       this.plans.set(run.id, { spec: run.spec, specs, graph: new RunGraph([...specs.values()], run.spec.keepGoing === true, run.entryPoint ?? undefined) });
       return run;
     }
     return { ...run, spec: (this.plans.get(run.id) as RunPlan).spec };
+  }
+
+  /** What this hub keeps of runs (plans, nodes, executions seen): all of it may be read again from the database. */
+  private forgetAll(): void {
+    this.plans.clear();
+    this.kept.clear();
+    this.seen.clear();
+  }
+
+  private forget(runId: string): void {
+    this.plans.delete(runId);
+    this.kept.delete(runId);
+    this.seen.delete(runId);
+  }
+
+  /** The locked run's nodes: those kept when this hub wrote the revision before, else read (without their events). */
+  private async nodesOf(manager: EntityManager, run: LockedRun): Promise<NodeRow[]> {
+    const kept = this.kept.get(run.id);
+    this.kept.delete(run.id);
+    if (kept?.revision === run.revision - 1) return kept.nodes;
+    return this.runs.nodesOf(run.id, manager, false);
+  }
+
+  /** Keeps the nodes a committed write left at `revision` (their events are stored: a pass appends only new ones). */
+  private keep(runId: string, revision: number, nodes: NodeRow[]): void {
+    for (const node of nodes) node.events = [];
+    this.kept.set(runId, { revision, nodes });
   }
 
   private planOf(run: RunRow): RunPlan {
@@ -144,6 +232,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Advances every run not ended: at start, and when changes may have been missed. */
   async reconcile(): Promise<void> {
     try {
+      this.noticedWhileReading = new Set();
+      const owners = await this.runs.ownersOverQuota();
+      this.ownersWaiting = this.changes.live ? new Set([...owners, ...this.noticedWhileReading]) : undefined;
+      for (const owner of owners) this.roomHeard.set(owner, Infinity);
+      this.noticedWhileReading = undefined;
       await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id, { retryWaiting: true })));
     } catch (error) {
       this.logger.error(`Reconciling pipeline runs failed: ${(error as Error).message}`);
@@ -156,30 +249,36 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * whose change was announced (others' are read when an announcement of theirs comes), or all
    * of them; and whether nodes waiting for the owner's quota are asked for again.
    */
-  advance(runId: string, reason: { readonly jobId?: string; readonly retryWaiting?: boolean } = {}): Promise<void> {
+  advance(runId: string, reason: { readonly change?: ExecutionChange; readonly retryWaiting?: boolean } = {}): Promise<void> {
     const current = this.advancing.get(runId);
     const wanted = (entry: PassRequest) => {
       entry.again = true;
-      if (reason.jobId === undefined) entry.jobs = 'all';
-      else if (entry.jobs !== 'all') entry.jobs.add(reason.jobId);
+      if (reason.change === undefined) entry.all = true;
+      else entry.changes.push(reason.change);
       entry.retryWaiting ||= reason.retryWaiting === true;
     };
     if (current) {
       wanted(current);
       return current.done;
     }
-    const entry: PassRequest = { again: false, jobs: new Set(), retryWaiting: false, done: Promise.resolve() };
+    const entry: PassRequest = { again: false, changes: [], all: false, retryWaiting: false, done: Promise.resolve() };
     wanted(entry);
     entry.done = (async () => {
       try {
         while (entry.again && !this.stopped) {
-          const request = { jobs: entry.jobs, retryWaiting: entry.retryWaiting };
+          const changes = entry.changes.filter((change) => !this.acted(runId, change));
+          const request = { jobs: entry.all ? ('all' as const) : new Set(changes.map((change) => change.jobId)), retryWaiting: entry.retryWaiting };
+          const needed = entry.all || entry.retryWaiting || changes.length > 0;
           entry.again = false;
-          entry.jobs = new Set();
+          entry.changes = [];
+          entry.all = false;
           entry.retryWaiting = false;
-          await this.withSlot(() => this.pass(runId, request)).catch((error: unknown) =>
-            this.logger.error(`Advancing pipeline run ${runId} failed: ${(error as Error).stack ?? String(error)}`),
-          );
+          if (!needed) continue;
+          await this.withSlot(() => this.pass(runId, request)).catch((error: unknown) => {
+            // What this hub kept of the run may not be what the database has after a failed write.
+            this.kept.delete(runId);
+            this.logger.error(`Advancing pipeline run ${runId} failed: ${(error as Error).stack ?? String(error)}`);
+          });
         }
       } finally {
         this.advancing.delete(runId);
@@ -187,6 +286,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     })();
     this.advancing.set(runId, entry);
     return entry.done;
+  }
+
+  /** Whether a committed pass of this hub already acted on what `change` announces. */
+  private acted(runId: string, change: ExecutionChange): boolean {
+    const seen = this.seen.get(runId)?.get(change.executionId);
+    return (change.kind === 'started' && seen !== undefined) || (change.kind === 'ended' && seen === 'ended');
   }
 
   private heard(change: ExecutionChange | 'reconnected'): void {
@@ -202,14 +307,25 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         notes.set(node, change.message);
         this.placementNotes.set(runId, notes);
       }
-      void this.advance(runId, { jobId: change.jobId });
+      void this.advance(runId, { change });
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
-    if (change.kind === 'ended' && change.ownerId)
+    const ownerId = change.ownerId;
+    if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
+    if (change.kind === 'ended' && ownerId && (this.ownersWaiting === undefined || this.ownersWaiting.has(ownerId))) {
+      this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
+      const notices = this.notices;
       void this.runs
-        .runsOverQuota(change.ownerId)
-        .then((ids) => Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true }))))
+        .runsOverQuota(ownerId)
+        .then((ids) => {
+          if (ids.length === 0 && notices === this.notices) {
+            this.ownersWaiting?.delete(ownerId);
+            this.roomHeard.delete(ownerId);
+          }
+          return Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true })));
+        })
         .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
+    }
   }
 
   private async withSlot<T>(work: () => Promise<T>): Promise<T> {
@@ -236,17 +352,18 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   ): Promise<void> {
     // One transaction on one connection: the jobs' attempts are read in it too (passes at once,
     // each holding a connection and waiting for another, could exhaust the pool). Nodes are read
-    // without their events, which a pass only appends to.
+    // without their events, which a pass only appends to, and only when this hub does not know
+    // them as they are.
     const outcome = await this.dataSource.transaction(async (manager) => {
       let locked = await this.runs.lock(manager, runId, !this.plans.has(runId));
       // Its plan was let go of meanwhile (too many kept): the spec after all.
       if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId, true);
       if (!locked || FINISHED_RUN.has(locked.state)) {
-        this.plans.delete(runId);
+        this.forget(runId);
         return undefined;
       }
       const run = this.withPlan(locked);
-      const nodes = await this.runs.nodesOf(runId, manager, false);
+      const nodes = await this.nodesOf(manager, locked);
       const jobs = nodes
         .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId)))
         .map((node) => node.jobId as string);
@@ -255,12 +372,19 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       await this.runs.saveNodes(manager, step.changed);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
-      return { run, nodes, latest, work: step.work, unread: step.unread, ended: step.run?.finishedAt !== undefined };
+      return { run, revision: locked.revision, nodes, latest, seen: step.seen, work: step.work, unread: step.unread, ended: step.run?.finishedAt !== undefined };
     });
     if (!outcome) return;
-    if (outcome.ended) this.plans.delete(runId);
+    if (outcome.ended) this.forget(runId);
+    else {
+      this.keep(runId, outcome.revision, outcome.nodes);
+      const seen = this.seen.get(runId) ?? new Map<string, Seen>();
+      for (const [executionId, what] of outcome.seen) seen.set(executionId, what);
+      this.seen.set(runId, seen);
+    }
     this.armTimers(outcome.run, outcome.nodes);
-    for (const node of outcome.nodes) if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node);
+    for (const node of outcome.nodes)
+      if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node, outcome.latest.get(node.jobId as string));
     await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
     // Nodes that ended leaving files to read (input notes, artifacts): read outside any
     // transaction, as copying takes time, then settled by another pass.
@@ -283,16 +407,16 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         if (!attempt || !spec || attempt.attempt !== node.attempt || !attempt.finishedAt) return;
         const hasInputs = Object.keys(spec.inputs?.resources ?? {}).length > 0;
         const artifacts = Object.entries(spec.outputs?.artifacts ?? {}).map(([name, artifact]) => ({ name, path: artifact.path }));
-        const inputs = hasInputs ? await this.readInputNotes(run.id, node, attempt.executionId) : [];
-        const copied = artifacts.length > 0 ? await this.files.copyOut(attempt.executionId, artifacts, nodeStore(run.id, node)) : [];
+        const inputs = hasInputs ? await this.readInputNotes(run.id, node, attempt) : [];
+        const copied = artifacts.length > 0 ? await this.files.copyOut(attempt, artifacts, nodeStore(run.id, node)) : [];
         collected.set(node.name, { attempt: attempt.attempt, inputs, artifacts: copied });
       }),
     );
     return collected;
   }
 
-  private async readInputNotes(runId: string, node: NodeRow, executionId: string): Promise<InputNote[]> {
-    const [copied] = await this.files.copyOut(executionId, [{ name: 'inputs', path: INPUTS_FILE }], nodeStore(runId, node, 'inputs'));
+  private async readInputNotes(runId: string, node: NodeRow, execution: CopiedExecution): Promise<InputNote[]> {
+    const [copied] = await this.files.copyOut(execution, [{ name: 'inputs', path: INPUTS_FILE }], nodeStore(runId, node, 'inputs'));
     if (!copied?.stored) return [];
     const { stream } = await this.files.openStored(copied.key);
     const chunks: Buffer[] = [];
@@ -309,9 +433,17 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     nodes: NodeRow[],
     collected: ReadonlyMap<string, Collected>,
     latest: ReadonlyMap<string, LatestAttempt>,
-  ): { changed: NodeRow[]; results: ResultRow[]; run?: Parameters<PipelineRunsRepository['saveRun']>[2]; work: ClusterWork; unread: NodeRow[] } {
+  ): {
+    changed: NodeRow[];
+    results: ResultRow[];
+    run?: Parameters<PipelineRunsRepository['saveRun']>[2];
+    work: ClusterWork;
+    unread: NodeRow[];
+    seen: [string, Seen][];
+  } {
     const specs = this.planOf(run).specs;
     const changed = new Set<NodeRow>();
+    const seen: [string, Seen][] = [];
     const results: ResultRow[] = [];
     const now = new Date();
     const unread: NodeRow[] = [];
@@ -340,6 +472,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         node.deadline = timeout === undefined ? null : new Date(Date.parse(attempt.startedAt) + timeout * 1000).toISOString();
         node.events.push(event('Started', tag, attempt.startedAt));
         changed.add(node);
+        seen.push([attempt.executionId, 'started']);
       }
       if (!attempt.finishedAt) continue;
       const found = collected.get(node.name);
@@ -349,6 +482,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
       this.settle(node, spec, attempt, found, tag, results);
       changed.add(node);
+      seen.push([attempt.executionId, 'ended']);
     }
     // Retries whose delay has passed.
     for (const node of nodes)
@@ -382,7 +516,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       return node.state === 'Waiting' && node.jobId && node.attempt > 1 && !node.retryAt && (attempt?.attempt ?? 0) < node.attempt;
     });
-    return { changed: [...changed], results, run: runChange, work: { submit, retry }, unread };
+    return { changed: [...changed], results, run: runChange, work: { submit, retry }, unread, seen };
   }
 
   /** Records how an attempt ended: a retry to come, or the node's end with its results. */
@@ -465,46 +599,89 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     node.finishedAt = finishedAt;
   }
 
-  /** Asks the cluster for the attempts decided: new jobs by workload key, retries by attempt number. */
   /**
    * Asks the cluster for the attempts decided: new jobs by workload key, retries by attempt number,
    * a few at a time in the nodes' order. Nodes waiting for room in the owner's quota are asked for
    * only when room may have come (`retryWaiting`: one of the owner's jobs ended, or the hub
-   * reconciles); once the quota refuses one, the rest wait without being asked, so that a fan-out
-   * past the quota costs one refusal per pass rather than one per node.
+   * reconciles), one at a time; once the quota refuses one, the rest wait without being asked, so
+   * that a fan-out past the quota costs one refusal per pass rather than one per node.
    */
   private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<void> {
     const asks = [
       ...work.submit.filter((node) => !node.overQuota).map((node) => ({ node, retry: false })),
       ...work.retry.filter((node) => !node.overQuota).map((node) => ({ node, retry: true })),
-      ...(retryWaiting ? [...work.submit, ...work.retry].filter((node) => node.overQuota).map((node) => ({ node, retry: node.jobId !== null })) : []),
     ];
-    if (asks.length === 0) return;
+    const waiting = retryWaiting ? [...work.submit, ...work.retry].filter((node) => node.overQuota).map((node) => ({ node, retry: node.jobId !== null })) : [];
+    if (asks.length === 0 && waiting.length === 0) return;
+    const endsBefore = this.ownerEnds.get(run.ownerId) ?? 0;
     const profile = await this.profiles.find(run.executionProfileId);
     const failures: { node: NodeRow; message: string }[] = [];
     const overQuota: { node: NodeRow; message: string }[] = [];
+    const submitted: { node: NodeRow; jobId: string }[] = [];
     let full: string | undefined;
-    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }) => {
+    /** Asks for one node's attempt; whether the cluster took it. */
+    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }): Promise<boolean> => {
       if (full !== undefined) {
         overQuota.push({ node, message: full });
-        return;
+        return false;
       }
       try {
         if (retry) await this.cluster.retry(node.jobId as string, node.attempt);
-        else await this.submitNode(run, node, profile);
+        else submitted.push({ node, jobId: await this.submitNode(run, node, profile) });
+        return true;
       } catch (error) {
         if (error instanceof TooManyRequestsError) {
           full = error.message;
           overQuota.push({ node, message: error.message });
         } else failures.push({ node, message: (error as Error).message });
+        return false;
       }
     };
     for (let next = 0; next < asks.length; next += ASKS_AT_ONCE) await Promise.all(asks.slice(next, next + ASKS_AT_ONCE).map(ask));
-    if (failures.length > 0 || overQuota.length > 0) await this.recordRefusals(run.id, failures, overQuota);
+    // Those the quota held back, one at a time, as many as the room heard of (each of the owner's
+    // jobs that ended makes room for one; every ask past it is a refused insert contending for the
+    // owner's count), one at the least: what is submitted ends too, so nothing waits for good.
+    if (waiting.length > 0) {
+      const room = Math.max(1, this.roomHeard.get(run.ownerId) ?? 0);
+      let taken = 0;
+      for (const asked of waiting.slice(0, Math.min(waiting.length, room))) if (await ask(asked)) taken += 1;
+      this.roomHeard.set(run.ownerId, full === undefined ? room - taken : 0);
+    }
+    if (submitted.length > 0) await this.recordJobs(run.id, submitted);
+    // Nodes already held back need no write: a refusal of theirs says nothing new.
+    const heldBack = overQuota.filter(({ node }) => !node.overQuota);
+    if (failures.length > 0 || heldBack.length > 0) await this.recordRefusals(run.id, failures, heldBack);
+    if (overQuota.length > 0) {
+      this.noticedWaiting(run.ownerId);
+      // One of the owner's jobs ended after the quota refused, before the refusal was recorded: its
+      // lookup may have found nothing held back yet, so the room it made is asked for now.
+      if ((this.ownerEnds.get(run.ownerId) ?? 0) !== endsBefore) void this.advance(run.id, { retryWaiting: true });
+    }
+  }
+
+  /**
+   * Records the jobs the cluster made for nodes, in one statement; those of a run cancelled while
+   * they were being made (cancel may have looked for them before they existed) are stopped at once.
+   */
+  private async recordJobs(runId: string, submitted: readonly { node: NodeRow; jobId: string }[]): Promise<void> {
+    const recorded = await this.runs.setJobs(
+      runId,
+      submitted.map(({ node, jobId }) => ({ name: node.name, jobId })),
+    );
+    const kept = this.kept.get(runId);
+    if (recorded && kept?.revision === recorded.revision - 1) {
+      kept.revision = recorded.revision;
+      for (const { node, jobId } of submitted) {
+        node.jobId ??= jobId;
+        node.overQuota = false;
+      }
+    } else this.kept.delete(runId);
+    if (recorded?.ended !== false)
+      await Promise.all(submitted.map(({ jobId }) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} has ended`)));
   }
 
   /** A node's first attempt: its job, under the workload key that makes asking twice harmless. */
-  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null): Promise<void> {
+  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null): Promise<string> {
     if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
     const spec = this.planOf(run).specs.get(node.name) as RunNodeSpec;
     const { command, args } = nodeCommand(spec);
@@ -523,8 +700,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       },
       properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
     });
-    // Cancelled while the job was being made (cancel may have looked for it before it existed): stopped at once.
-    if (await this.runs.setJob(run.id, node.name, job.id)) await this.cluster.stopWorkload(job.id, `Pipeline run ${run.id} has ended`);
+    return job.id;
   }
 
   /**
@@ -532,10 +708,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * says why, once) until one of the owner's jobs ends; any other refusal fails the node.
    */
   private async recordRefusals(runId: string, failures: { node: NodeRow; message: string }[], overQuota: { node: NodeRow; message: string }[]): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
-      const run = await this.runs.lock(manager, runId);
-      if (!run || FINISHED_RUN.has(run.state)) return;
-      const nodes = new Map((await this.runs.nodesOf(runId, manager, false)).map((node) => [node.name, node]));
+    await this.locked(runId, true, async (manager, run, all) => {
+      const nodes = new Map(all.map((node) => [node.name, node]));
       const changed: NodeRow[] = [];
       for (const { node: decided, message } of overQuota) {
         const node = nodes.get(decided.name);
@@ -544,6 +718,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         node.events.push(event('Queued', { message: `Waiting for room in the owner's quota: ${message}` }));
         changed.push(node);
       }
+      // Every hub looks for this owner's runs when one of their jobs ends (see ownersWaiting).
+      if (changed.length > 0) await announceChange(manager, { table: OVER_QUOTA_NOTICE, id: run.ownerId });
       for (const { node: decided, message } of failures) {
         const node = nodes.get(decided.name);
         if (!node || node.state !== 'Waiting') continue;
@@ -556,6 +732,36 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       await this.runs.saveNodes(manager, changed);
     });
     if (failures.length > 0) void this.advance(runId);
+  }
+
+  /**
+   * Runs `work` on a run not ended, under its lock, with its nodes, and returns what it returns;
+   * undefined when the run is gone or has ended. Within a pass (`withKept`) the nodes this hub kept
+   * serve and are kept again as the work left them; elsewhere (a timer, a cancel: concurrent with
+   * the run's passes here, which go on using the nodes they kept) they are read afresh, and this
+   * hub's raised revision makes the next pass read them too.
+   */
+  private async locked<T>(
+    runId: string,
+    withKept: boolean,
+    work: (manager: EntityManager, run: LockedRun, nodes: NodeRow[]) => Promise<T>,
+  ): Promise<T | undefined> {
+    let written: KeptNodes | undefined;
+    try {
+      const result = await this.dataSource.transaction(async (manager) => {
+        const run = await this.runs.lock(manager, runId, false);
+        if (!run || FINISHED_RUN.has(run.state)) return undefined;
+        const nodes = withKept ? await this.nodesOf(manager, run) : await this.runs.nodesOf(runId, manager, false);
+        const done = await work(manager, run, nodes);
+        if (withKept) written = { revision: run.revision, nodes };
+        return done;
+      });
+      if (written) this.keep(runId, written.revision, written.nodes);
+      return result;
+    } catch (error) {
+      this.kept.delete(runId);
+      throw error;
+    }
   }
 
   /** Timers for retries due later and attempts that may time out; a hub that restarts arms them again from the rows. */
@@ -581,10 +787,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
 
   /** Stops an attempt that ran past its timeout; its end, announced, fails it with a Timeout event. */
   private async timeOut(runId: string, name: string, attempt: number): Promise<void> {
-    const jobId = await this.dataSource.transaction(async (manager) => {
-      const run = await this.runs.lock(manager, runId);
-      if (!run || FINISHED_RUN.has(run.state)) return undefined;
-      const node = (await this.runs.nodesOf(runId, manager, false)).find((candidate) => candidate.name === name);
+    const jobId = await this.locked(runId, false, async (manager, _run, nodes) => {
+      const node = nodes.find((candidate) => candidate.name === name);
       if (!node || node.state !== 'Running' || node.attempt !== attempt || !node.jobId) return undefined;
       node.timedOut = attempt;
       await this.runs.saveNodes(manager, [node]);
@@ -594,18 +798,38 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Copies a finished node's logs into the hub's store, so that they outlive the job (once at a time per node). */
-  private async storeLogs(runId: string, node: NodeRow): Promise<void> {
+  private async storeLogs(runId: string, node: NodeRow, attempt?: LatestAttempt): Promise<void> {
     const key = `${runId}/${node.name}`;
     if (this.storingLogs.has(key)) return;
     this.storingLogs.add(key);
     try {
-      await this.files.copyLogs(node.executionId as string, nodeStore(runId, node));
-      await this.runs.setLogsStored(runId, node.name);
+      await this.files.copyLogs(attempt?.executionId === node.executionId ? attempt : (node.executionId as string), nodeStore(runId, node));
+      // The node this hub keeps, when it is that one (a write of its nodes never clears the flag).
+      node.logsStored = true;
+      const names = this.logsToFlag.get(runId) ?? new Set<string>();
+      this.logsToFlag.set(runId, names.add(node.name));
+      if (!this.flagging) {
+        this.flagging = setTimeout(() => void this.flagLogsStored(), LOG_FLAGS_AFTER_MS);
+        this.flagging.unref();
+      }
     } catch (error) {
       this.logger.warn(`Storing the logs of node '${node.name}' of run ${runId} failed: ${(error as Error).message}`);
     } finally {
       this.storingLogs.delete(key);
     }
+  }
+
+  /** Flags the nodes whose logs were stored meanwhile, one statement a run (a fan-out's ends come together). */
+  private async flagLogsStored(): Promise<void> {
+    clearTimeout(this.flagging);
+    this.flagging = undefined;
+    const flags = [...this.logsToFlag];
+    this.logsToFlag.clear();
+    await Promise.all(
+      flags.map(([runId, names]) =>
+        this.runs.setLogsStored(runId, [...names]).catch((error: unknown) => this.logger.warn(`Flagging the stored logs of run ${runId} failed: ${(error as Error).message}`)),
+      ),
+    );
   }
 
   /**
@@ -614,10 +838,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * run had already ended.
    */
   async cancel(runId: string, by: string): Promise<boolean> {
-    const stopping = await this.dataSource.transaction(async (manager) => {
-      const run = await this.runs.lock(manager, runId);
-      if (!run || FINISHED_RUN.has(run.state)) return undefined;
-      const nodes = await this.runs.nodesOf(runId, manager, false);
+    const stopping = await this.locked(runId, false, async (manager, _run, nodes) => {
       const now = new Date().toISOString();
       const changed = nodes.filter((node) => !FINISHED.has(node.state));
       for (const node of changed) {
@@ -634,6 +855,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       return changed.filter((node) => node.attempt > 0);
     });
     if (!stopping) return false;
+    this.forget(runId);
     await Promise.all(
       stopping.map(async (node) => {
         const jobId = node.jobId ?? (await this.cluster.jobByKey(workloadKeyOf(runId, node.name)))?.id;
@@ -645,7 +867,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     for (const node of stopping) {
       clearTimeout(this.timers.get(`${runId}/${node.name}`));
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
-      if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId });
+      if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId }, attempt);
     }
     return true;
   }

@@ -34,6 +34,11 @@ export interface RunRow {
 }
 
 /** A node of a run, as stored. The engine changes these and writes back the ones it changed. */
+/** A run as the engine locks it, with the revision its lock raised it to. */
+export interface LockedRun extends RunRow {
+  readonly revision: number;
+}
+
 export interface NodeRow {
   readonly runId: string;
   readonly name: string;
@@ -126,13 +131,15 @@ export class PipelineRunsRepository {
   }
 
   /**
-   * The run, locked for this transaction; null when there is none. Without `withSpec` its spec is
+   * The run, locked for this transaction, its revision raised (see the RunRevisions migration):
+   * every write of its nodes goes through here or setJobs, so a hub that wrote the revision before
+   * this one knows its nodes as they are. Null when there is none. Without `withSpec` its spec is
    * left out (`null`): a run's spec never changes, and the engine keeps it parsed.
    */
-  async lock(manager: EntityManager, id: string, withSpec = true): Promise<RunRow | null> {
+  async lock(manager: EntityManager, id: string, withSpec = true): Promise<LockedRun | null> {
     const columns = withSpec ? RUN_COLUMNS : RUN_COLUMNS.replace('r.spec,', 'NULL AS spec,');
-    const rows: RunRow[] = await manager.query(
-      `SELECT ${columns} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1 FOR UPDATE OF r`,
+    const rows: LockedRun[] = await manager.query(
+      `WITH r AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING *) SELECT ${columns}, r.revision FROM r JOIN namespaces n ON n.id = r.namespace_id`,
       [id],
     );
     return rows[0] ?? null;
@@ -159,7 +166,7 @@ export class PipelineRunsRepository {
     await manager.query(
       `UPDATE pipeline_run_nodes n SET state = c.state, outcome = c.outcome, attempt = c.attempt, job_id = c.job_id, execution_id = c.execution_id,
          exit_code = c.exit_code, started_at = c.started_at, finished_at = c.finished_at, retry_at = c.retry_at, deadline = c.deadline,
-         timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = c.logs_stored, events = n.events || c.events
+         timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = n.logs_stored OR c.logs_stored, events = n.events || c.events
        FROM jsonb_to_recordset($1::jsonb) AS c(run_id uuid, name text, state text, outcome text, attempt int, job_id uuid, execution_id uuid, exit_code int,
          started_at timestamptz, finished_at timestamptz, retry_at timestamptz, deadline timestamptz, timed_out int, over_quota boolean, logs_stored boolean, events jsonb)
        WHERE n.run_id = c.run_id AND n.name = c.name`,
@@ -200,26 +207,46 @@ export class PipelineRunsRepository {
   }
 
   /**
-   * Records a node's job once the cluster has it (a node keeps its one job across attempts; it
-   * waits for no quota any more); whether the run has ended meanwhile (cancelled), in the same
-   * statement.
+   * Records nodes' jobs once the cluster has them (a node keeps its one job across attempts; it
+   * waits for no quota any more), raising the run's revision (the run's row is locked first, as a
+   * pass locks it); whether the run has ended meanwhile (cancelled) and the revision, or null when
+   * the run is gone.
    */
-  async setJob(runId: string, name: string, jobId: string): Promise<boolean> {
-    const rows: { ended: boolean }[] = await this.dataSource.query(
-      `WITH set AS (UPDATE pipeline_run_nodes SET job_id = $3, over_quota = false WHERE run_id = $1 AND name = $2 AND job_id IS NULL)
-       SELECT state NOT IN ('Queued', 'Executing') AS ended FROM pipeline_runs WHERE id = $1`,
-      [runId, name, jobId],
+  async setJobs(runId: string, jobs: readonly { readonly name: string; readonly jobId: string }[]): Promise<{ ended: boolean; revision: number } | null> {
+    const rows: { ended: boolean; revision: number }[] = await this.dataSource.query(
+      `WITH bump AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING state, revision),
+       set AS (UPDATE pipeline_run_nodes n SET job_id = j.job_id, over_quota = false FROM jsonb_to_recordset($2::jsonb) AS j(name text, job_id uuid)
+         WHERE n.run_id = $1 AND n.name = j.name AND n.job_id IS NULL AND EXISTS (SELECT FROM bump))
+       SELECT state NOT IN ('Queued', 'Executing') AS ended, revision FROM bump`,
+      [runId, JSON.stringify(jobs.map(({ name, jobId }) => ({ name, job_id: jobId })))],
     );
-    return rows[0]?.ended ?? true;
+    return rows[0] ?? null;
   }
 
-  async setLogsStored(runId: string, name: string): Promise<void> {
-    await this.dataSource.query(`UPDATE pipeline_run_nodes SET logs_stored = true WHERE run_id = $1 AND name = $2`, [runId, name]);
+  /**
+   * Flags nodes whose logs the hub's store holds, under the run's lock as every write of several
+   * nodes is (so that none waits for another in a cycle); the revision stays, as a hub that kept
+   * the nodes without the flag only copies their logs once more (a pass's write keeps the flag).
+   */
+  async setLogsStored(runId: string, names: readonly string[]): Promise<void> {
+    await this.dataSource.query(
+      `WITH r AS (SELECT FROM pipeline_runs WHERE id = $1 FOR UPDATE)
+       UPDATE pipeline_run_nodes SET logs_stored = true WHERE run_id = $1 AND name = ANY($2::text[]) AND EXISTS (SELECT FROM r)`,
+      [runId, names],
+    );
   }
 
   /** The runs not yet ended, for a hub that reconciles. */
   async activeRunIds(): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM pipeline_runs WHERE state IN ('Queued', 'Executing')`);
+    return rows.map((row) => row.id);
+  }
+
+  /** The owners with a node waiting for room in their quota. */
+  async ownersOverQuota(): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT DISTINCT r.owner_id AS id FROM pipeline_run_nodes n JOIN pipeline_runs r ON r.id = n.run_id WHERE n.over_quota`,
+    );
     return rows.map((row) => row.id);
   }
 

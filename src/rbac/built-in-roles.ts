@@ -43,7 +43,12 @@ export const BUILT_IN_ROLES: readonly { name: string; description: string; permi
   {
     name: 'SessionUser',
     description: 'Starts, uses and ends link sessions',
-    permissions: [...onCollection('LinkSessions', ['Read', 'Create', 'Update', 'Delete']), ...onCollection('ExecutionProfiles', ['Read', 'Use'])],
+    permissions: [
+      ...onCollection('LinkSessions', ['Read', 'Create', 'Update', 'Delete']),
+      ...onCollection('ExecutionProfiles', ['Read', 'Use']),
+      // Every configuration, never Execute on /LinkSessions (the sessions administrator's: api-map §8).
+      { object: '/LinkSessionConfigurations/*', objectMatcher: 'simple', actions: ['Use'], effect: 'Allow' },
+    ],
   },
   {
     name: 'PublishedLibraryConsumer',

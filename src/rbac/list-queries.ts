@@ -74,5 +74,13 @@ export const AUDIT_LIST_QUERY = defineListQuery({
       purpose: { unindexed: 'two purposes, each a large share of the records: the index of the sort finds a page sooner' },
       when: 'audit_records_when_idx',
     },
+    // Each of these indexes is led by the filter's column and then holds the sort's.
+    ordered: [
+      { filter: 'when', operators: ['LT', 'GT'], sorts: ['when'] },
+      { filter: 'userId', operators: ['EQ'], sorts: ['when'] },
+      { filter: 'decision', operators: ['EQ'], sorts: ['when'] },
+      { filter: 'object', operators: ['EQ'], sorts: ['object'] },
+    ],
+    sortedShallow: "no index holds an object prefix's matches with their time: their keys found first are the same rows, read twice",
   },
 });

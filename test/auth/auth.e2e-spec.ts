@@ -175,6 +175,29 @@ describe('auth', () => {
       expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(genuine) })).statusCode).toBe(200);
     });
 
+    it('refuse a token once it expires, though it was accepted (and its verification kept) before', async () => {
+      const signer = new JwtService({ secret: JWT_SECRET });
+      // Expiring at the start of a second at least 1 s away, so that it is good for its first requests.
+      const exp = Math.floor(Date.now() / 1000) + 2;
+      const token = await signer.signAsync({ ...(await claims()), iss: 'hub', exp });
+      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(token) })).statusCode).toBe(200);
+      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(token) })).statusCode).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, exp * 1000 - Date.now() + 50));
+      const expired = await hub.inject({ method: 'GET', url: ME, headers: bearer(token) });
+      expect(expired.statusCode).toBe(401);
+      expect(expired.json()).toMatchObject({ detail: 'The bearer token is invalid or has expired; log in again' });
+    });
+
+    it('refuse a kept token that was tampered with: its signature no longer matches', async () => {
+      const genuine = await new JwtService({ secret: JWT_SECRET }).signAsync({ ...(await claims()), iss: 'hub' }, { expiresIn: 600 });
+      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(genuine) })).statusCode).toBe(200);
+      const [header, payload, signature] = genuine.split('.');
+      const raised = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), userName: 'someone-else' })).toString(
+        'base64url',
+      );
+      expect((await hub.inject({ method: 'GET', url: ME, headers: bearer(`${header}.${raised}.${signature}`) })).statusCode).toBe(401);
+    });
+
     it('refuse an unsigned token', async () => {
       const encode = (part: object) => Buffer.from(JSON.stringify(part)).toString('base64url');
       const unsigned = `${encode({ alg: 'none', typ: 'JWT' })}.${encode({ ...(await claims()), iss: 'hub', exp: Math.floor(Date.now() / 1000) + 600 })}.`;

@@ -49,6 +49,9 @@ describe('files copied out of an execution', () => {
   let work: string;
   let standardId: string;
 
+  /** The job of each execution runToEnd ran. */
+  const jobOf = new Map<string, string>();
+
   /** Runs `script` as a batch job of the administrator's and waits for its execution to end; its id. */
   async function runToEnd(name: string, script: string): Promise<string> {
     const submitted = await hub.inject({
@@ -66,6 +69,7 @@ describe('files copied out of an execution', () => {
       20_000,
     );
     expect(execution.status).toBe('completed');
+    jobOf.set(execution.id, submitted.json<{ id: string }>().id);
     return execution.id;
   }
 
@@ -157,6 +161,19 @@ describe('files copied out of an execution', () => {
     ]);
     expect(readFileSync(join(store, 'runs/r1/node-a/logs/stdout'))).toEqual(stdout.subarray(stdout.length - MAX));
     expect(readFileSync(join(store, 'runs/r1/node-a/logs/stderr'), 'utf8')).toBe('oops\n');
+  });
+
+  it('copies from the directory a latest attempt carries, as from the execution’s id', async () => {
+    const said = await runToEnd('said', 'echo said');
+    const cluster = hub.app.get(ClusterService);
+    const jobId = jobOf.get(said) as string;
+    const attempt = (await cluster.latestAttempts([jobId])).get(jobId);
+    expect(attempt).toMatchObject({ executionId: said, executionDir: hub.app.get(ClusterScheduler).executionDir(said) });
+    expect(await files.copyLogs(attempt as NonNullable<typeof attempt>, 'runs/r1/said')).toEqual([
+      { name: 'stdout', size: 5, key: 'runs/r1/said/logs/stdout', truncated: false },
+      { name: 'stderr', size: 0, key: 'runs/r1/said/logs/stderr', truncated: false },
+    ]);
+    expect(readFileSync(join(store, 'runs/r1/said/logs/stdout'), 'utf8')).toBe('said\n');
   });
 
   it('keeps a log never written, or empty, as nothing stored (read as empty), and drops an earlier copy of it', async () => {

@@ -245,11 +245,18 @@ describe('HTTP machinery', () => {
         'POST /api/v2/auth/login',
       ]);
       expect(byKind('self')).toEqual([
+        // A link session is its owner's alone (api-map §8): the service answers anyone else 404.
+        'DELETE /api/v2/linksessions/sessions/:sessionId',
         'GET /api/v2/auth/claims',
         'GET /api/v2/auth/me',
         'GET /api/v2/authdomains/me/credentials',
+        'GET /api/v2/linksessions/configurations',
+        'GET /api/v2/linksessions/me/sessions',
+        'GET /api/v2/linksessions/sessions/:sessionId',
+        'GET /api/v2/linksessions/sessions/:sessionId/logs/:logname',
         'POST /api/v2/rbac/evaluate',
         'PUT /api/v2/auth/me/password',
+        'PUT /api/v2/linksessions/sessions/:sessionId/heartbeat',
       ]);
       for (const { name, options, path } of routes()) {
         const access = options?.access;

@@ -45,4 +45,20 @@ describe('the committed list-query snapshots (npm run queries:check)', () => {
     expect(jobs).toContain('-- page read by keys');
     expect(jobs).toContain('-- page read sorted');
   });
+
+  it('says, for every list request committed, how its page is read', () => {
+    const files = new Set(CASES.map((listCase) => join(ROOT, 'src', listCase.area, 'queries', `${listCase.file}.sql`)));
+    const unsaid: string[] = [];
+    for (const file of files) {
+      // A case is its title line, its statements and their plans, up to the next title.
+      for (const block of readFileSync(file, 'utf8')
+        .split(/\n(?=-- (?:GET|DELETE) )/)
+        .slice(1)) {
+        const title = block.slice(0, block.indexOf('\n'));
+        if (title.startsWith('-- GET') && !/\n-- page read (sorted|by keys): \S/.test(block)) unsaid.push(title);
+      }
+    }
+    expect(unsaid).toEqual([]);
+    expect(readFileSync(join(ROOT, 'src', 'namespaces', 'queries', 'namespaces.sql'), 'utf8')).toContain('-- page read sorted: a small list');
+  });
 });

@@ -93,6 +93,42 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     expect((await jobsOf(id)).every((job) => job.executions === 1)).toBe(true);
   }, 60_000);
 
+  it('runs a node another hub held back for the quota once the owner has room, after that hub has stopped', async () => {
+    // The owner's quota (4) filled with jobs of their own, through this hub.
+    const fillers: string[] = [];
+    for (let index = 0; index < 4; index += 1) {
+      const job = await hub.inject({
+        method: 'POST',
+        url: '/api/v2/cluster/jobs',
+        headers: bearer(hub.adminToken),
+        payload: { name: `filler-${index}`, namespace: 'default', executionProfileId: profileId, task: { command: 'sleep', args: ['30'] } },
+      });
+      expect(job.statusCode).toBe(201);
+      fillers.push(job.json<{ id: string }>().id);
+    }
+    // The other hub takes the run, finds the quota full and holds its node back; then it stops.
+    const other = await startTestHub({ databaseUrl: hub.databaseUrl, env: { HUB_MAX_ACTIVE_JOBS_PER_USER: '4' } });
+    let id: string;
+    try {
+      id = await runOn(other, [node('held', 'true')]);
+      await poll(
+        () => statusOf(other, id),
+        (status) => status.nodeStatus.held.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
+        'the node to be held back for the quota',
+      );
+    } finally {
+      await other.close();
+    }
+    // This hub heard of the owner through the other's notice: the ends of their jobs send it to the run.
+    for (const filler of fillers) {
+      const stopped = await hub.inject({ method: 'POST', url: `/api/v2/cluster/jobs/${filler}/stop`, headers: bearer(hub.adminToken) });
+      expect(stopped.statusCode).toBe(200);
+    }
+    const status = await ended(hub, id);
+    expect(status.state).toBe('Succeeded');
+    expect(status.nodeStatus.held.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+  }, 60_000);
+
   it('never starts a node twice when two hubs on one database advance the same runs', async () => {
     const other = await startTestHub({ databaseUrl: hub.databaseUrl, env: { HUB_MAX_ACTIVE_JOBS_PER_USER: '4' } });
     try {

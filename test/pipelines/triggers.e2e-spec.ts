@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { DataSource } from 'typeorm';
 import { TriggerFiringLoop } from '../../src/pipelines/trigger-firing-loop.js';
 import { poll } from '../support/poll.js';
 import { freezeClock } from '../support/test-clock.js';
@@ -487,7 +488,10 @@ describe('pipeline triggers', () => {
       await clock.tick(5 * SECOND);
       expect((await firingsOf(trigger.id)).length).toBe(3);
       await hub.restart();
-      clock = freezeClock(hub, new Date('2026-07-01T00:00:20.000Z'));
+      // The new hub polls on start, on its real clock (awaited here): the fake one goes on from the poll instant that set.
+      await hub.app.get(TriggerFiringLoop).wake();
+      const [{ due }] = await hub.app.get(DataSource).query<{ due: Date }[]>('SELECT next_due AS due FROM pipeline_triggers WHERE id = $1', [trigger.id]);
+      clock = freezeClock(hub, new Date(due.getTime() - 1));
       await hub.app.get(TriggerFiringLoop).wake();
       await clock.tick(10 * SECOND);
       expect((await firingsOf(trigger.id)).length).toBe(3);

@@ -46,6 +46,8 @@ interface Fixtures {
   readonly cancellableRun: string;
   readonly trigger: string;
   readonly doomedTrigger: string;
+  /** A link session of the administrator's (its configuration runs `true` and fails at once). */
+  readonly session: string;
 }
 
 /** Names and values of the fixtures, which no denial may reveal. */
@@ -72,6 +74,9 @@ const FIXTURE_NAMES = {
   pipelineEntry: 'rbac-fixture-pipeline',
   doomedPipelineEntry: 'rbac-doomed-pipeline',
 } as const;
+
+/** A link session configuration of the fixtures (named: configurations are not ids). */
+const SESSION_CONFIG = 'rbac-session-config';
 
 const PIPELINE_SPEC = { nodes: [{ name: 'only', task: { type: 'rawexec', command: 'true' } }] };
 /** A trigger of the fixture pipeline that is never due within the spec (1 January). */
@@ -949,6 +954,82 @@ const ROUTES: readonly RouteCase[] = [
     params: (f) => ({ pipelineRunId: f.run, nodeName: 'only', resultName: 'out' }),
     allowed: 200,
   },
+  // Link sessions (their configurations are named, not ids: permissions are on the collection)
+  { method: 'GET', path: '/api/v2/linksessions/configurations', access: { self: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/linksessions/configurations',
+    access: { object: '/LinkSessionConfigurations', action: 'Create' },
+    payload: () => ({ name: 'rbac-new-config', command: 'true', readiness: { type: 'port' } }),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/linksessions/configurations/:name',
+    access: { object: '/LinkSessionConfigurations', action: 'Read' },
+    params: () => ({ name: SESSION_CONFIG }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/linksessions/configurations/:name',
+    access: { object: '/LinkSessionConfigurations', action: 'Update' },
+    params: () => ({ name: SESSION_CONFIG }),
+    payload: () => ({ name: SESSION_CONFIG, command: 'true', readiness: { type: 'port' } }),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/linksessions/configurations/:name',
+    access: { object: '/LinkSessionConfigurations', action: 'Update' },
+    params: () => ({ name: SESSION_CONFIG }),
+    payload: () => [{ op: 'add', path: '/description', value: 'patched' }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/linksessions/configurations/:name',
+    access: { object: '/LinkSessionConfigurations', action: 'Delete' },
+    params: () => ({ name: 'rbac-doomed-config' }),
+    allowed: 200,
+  },
+  {
+    method: 'POST',
+    path: '/api/v2/linksessions/sessions',
+    access: { object: '/LinkSessions', action: 'Create' },
+    payload: () => ({ configuration: SESSION_CONFIG }),
+    alsoNeeds: (f) => [
+      { object: `/LinkSessionConfigurations/${SESSION_CONFIG}`, actions: ['Use'] },
+      { object: `/ExecutionProfiles/${f.standardProfile}`, actions: ['Use'] },
+    ],
+    allowed: 201,
+  },
+  { method: 'GET', path: '/api/v2/linksessions/me/sessions', access: { self: true }, allowed: 200 },
+  { method: 'GET', path: '/api/v2/linksessions/sessions', access: { object: '/LinkSessions', action: 'Execute' }, allowed: 200 },
+  {
+    method: 'DELETE',
+    path: '/api/v2/linksessions/sessions',
+    access: { object: '/LinkSessions', action: 'Execute' },
+    query: () => 'filter[configurationName][EQ]=rbac-nothing-uses-this',
+    allowed: 200,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/linksessions/sessions/:sessionId/logs/:logname',
+    access: { self: true },
+    params: (f) => ({ sessionId: f.session, logname: 'stdout' }),
+    allowed: 404,
+  },
+  // Acting on a session is its owner's alone (api-map §8): to anyone else, the administrator's session is not found.
+  { method: 'GET', path: '/api/v2/linksessions/sessions/:sessionId', access: { self: true }, params: (f) => ({ sessionId: f.session }), allowed: 404 },
+  { method: 'DELETE', path: '/api/v2/linksessions/sessions/:sessionId', access: { self: true }, params: (f) => ({ sessionId: f.session }), allowed: 404 },
+  {
+    method: 'PUT',
+    path: '/api/v2/linksessions/sessions/:sessionId/heartbeat',
+    access: { self: true },
+    params: (f) => ({ sessionId: f.session }),
+    allowed: 404,
+  },
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -1162,7 +1243,10 @@ describe('route access control', () => {
     const profiles = await asAdmin('GET', '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard');
     const createPipelineEntry = async (name: string) =>
       (await asAdmin('POST', '/api/v2/pipelines/entries', { name, namespace: FIXTURE_NAMES.namespace, spec: PIPELINE_SPEC }))._id;
+    for (const name of [SESSION_CONFIG, 'rbac-doomed-config'])
+      await asAdmin('POST', '/api/v2/linksessions/configurations', { name, command: 'true', readiness: { type: 'port' } });
     fixtures = {
+      session: (await asAdmin('POST', '/api/v2/linksessions/sessions', { configuration: SESSION_CONFIG })).sessionID as string,
       user: user._id,
       doomedUser: await createUser(FIXTURE_NAMES.doomedUser),
       boundUser,

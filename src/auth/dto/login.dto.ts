@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/http/openapi-decorators.js';
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
 
 export class LoginRequestDto {

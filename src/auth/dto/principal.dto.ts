@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/http/openapi-decorators.js';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { PRINCIPAL_TYPES, type PrincipalType } from './group.dto.js';
 

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { IsBoolean, IsEmail, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsDateTime } from '../../common/validation/is-date-time.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { IsBoolean, IsString, MaxLength, MinLength } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';

@@ -60,6 +60,10 @@ const DEFAULTS: HubConfig = {
   runRetentionDays: 30,
   triggerFileRoots: ['/srv/hub/.data/work/inbox'],
   logLevel: 'info',
+  publicUrl: undefined,
+  sessionHeartbeatInterval: 60,
+  sessionHeartbeatGrace: 120,
+  sessionRetentionHours: 24,
 };
 
 const ALL_SETTINGS = [
@@ -99,6 +103,10 @@ const ALL_SETTINGS = [
   'HUB_RUN_RETENTION_DAYS',
   'HUB_TRIGGER_FILE_ROOTS',
   'HUB_LOG_LEVEL',
+  'HUB_PUBLIC_URL',
+  'HUB_SESSION_HEARTBEAT_INTERVAL',
+  'HUB_SESSION_HEARTBEAT_GRACE',
+  'HUB_SESSION_RETENTION_HOURS',
 ];
 
 describe('SETTING_NAMES', () => {
@@ -177,6 +185,10 @@ describe('loadHubConfig', () => {
         HUB_RESULT_MAX_BYTES: '5000000000',
         HUB_RUN_RETENTION_DAYS: '3',
         HUB_TRIGGER_FILE_ROOTS: '/data/inbox:drop',
+        HUB_PUBLIC_URL: 'https://hub.example.org/',
+        HUB_SESSION_HEARTBEAT_INTERVAL: '30',
+        HUB_SESSION_HEARTBEAT_GRACE: '45',
+        HUB_SESSION_RETENTION_HOURS: '6',
       };
       expect(loadHubConfig(env, CWD)).toEqual({
         port: 8080,
@@ -214,6 +226,10 @@ describe('loadHubConfig', () => {
         runRetentionDays: 3,
         triggerFileRoots: ['/data/inbox', `${CWD}/drop`],
         logLevel: 'debug',
+        publicUrl: 'https://hub.example.org',
+        sessionHeartbeatInterval: 30,
+        sessionHeartbeatGrace: 45,
+        sessionRetentionHours: 6,
       });
     });
 

@@ -84,6 +84,14 @@ export abstract class HubConfig {
   /** The directories (absolute) under which a File trigger may watch a path. */
   abstract readonly triggerFileRoots: readonly string[];
   abstract readonly logLevel: LogLevel;
+  /** The hub's address as clients reach it (`https://hub.example.org`), for absolute URLs in replies; absent: the request's protocol and Host. */
+  abstract readonly publicUrl?: string;
+  /** Seconds from a link session's heartbeat to the next one expected. */
+  abstract readonly sessionHeartbeatInterval: number;
+  /** Seconds past the expected heartbeat before the reaper terminates a session. */
+  abstract readonly sessionHeartbeatGrace: number;
+  /** Hours an ended link session stays queryable. */
+  abstract readonly sessionRetentionHours: number;
 }
 
 /** Host groups that grant root's powers or a way to them (devices, containers, virtual machines, logs, shadow passwords). */
@@ -365,6 +373,31 @@ class HubEnvironment {
   @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: '$property must be an http:// or https:// URL with no query' })
+  HUB_PUBLIC_URL?: string = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(86400)
+  HUB_SESSION_HEARTBEAT_INTERVAL = 60;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(86400)
+  HUB_SESSION_HEARTBEAT_GRACE = 120;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(87600)
+  HUB_SESSION_RETENTION_HOURS = 24;
 }
 
 /** Every setting the hub reads, in the order `.env.example` lists them. */
@@ -431,6 +464,10 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     runRetentionDays: settings.HUB_RUN_RETENTION_DAYS,
     triggerFileRoots: triggerFileRoots(settings.HUB_TRIGGER_FILE_ROOTS, cwd, sharedDir),
     logLevel: settings.HUB_LOG_LEVEL,
+    publicUrl: settings.HUB_PUBLIC_URL?.replace(/\/+$/, ''),
+    sessionHeartbeatInterval: settings.HUB_SESSION_HEARTBEAT_INTERVAL,
+    sessionHeartbeatGrace: settings.HUB_SESSION_HEARTBEAT_GRACE,
+    sessionRetentionHours: settings.HUB_SESSION_RETENTION_HOURS,
   };
 }
 

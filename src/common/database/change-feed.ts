@@ -10,6 +10,14 @@ export interface RowChange {
   readonly id?: string;
 }
 
+/**
+ * Announces `change` to every hub's feed (this one's included), at the commit of the transaction
+ * `runner` is in, or at once outside one: for changes no trigger announces.
+ */
+export async function announceChange(runner: { query(sql: string, parameters: unknown[]): Promise<unknown> }, change: RowChange): Promise<void> {
+  await runner.query(`SELECT pg_notify('${CHANNEL}', $1)`, [JSON.stringify(change)]);
+}
+
 /** A row change, or `reset`: the feed was interrupted and changes may have been missed. */
 type Listener = (change: RowChange | 'reset') => void;
 

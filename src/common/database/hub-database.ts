@@ -38,8 +38,18 @@ export function dataSourceOptions(url: string, entities: EntityList = [], poolSi
 /** How long a request waits for a connection of the pool. */
 export const POOL_WAIT_MS = 30_000;
 
-/** Applies pending migrations, one hub at a time. */
+/** How many of this release's migrations the database records: one cheap query, which fails when there is no migrations table yet. */
+async function appliedMigrations(dataSource: DataSource): Promise<number> {
+  const [row] = await dataSource.query<{ applied: number }[]>('SELECT count(*)::int AS applied FROM migrations WHERE name = ANY($1)', [MIGRATION_NAMES]);
+  return row.applied;
+}
+
+/**
+ * Applies pending migrations, one hub at a time. A database that already has them all (nearly
+ * every start) is told by one query, without the lock and TypeORM's own reading of the table.
+ */
 export async function migrate(dataSource: DataSource, logger?: Logger): Promise<void> {
+  if ((await appliedMigrations(dataSource).catch(() => 0)) === MIGRATION_NAMES.length) return;
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
@@ -89,14 +99,19 @@ export class HubDatabase implements OnApplicationShutdown {
       await dataSource.initialize().catch((error: Error) => {
         throw new StartupError(`Cannot connect to PostgreSQL at ${describeDatabaseUrl(url)}: ${error.message}`);
       });
-      await migrate(dataSource, logger);
     } catch (error) {
-      if (dataSource.isInitialized) await dataSource.destroy();
       await embedded?.stop();
       throw error;
     }
+    // The feed's LISTEN needs no migration: it connects while they are checked.
     const changes = new ChangeFeed(url, logger);
-    await changes.start();
+    const [migrated] = await Promise.allSettled([migrate(dataSource, logger), changes.start()]);
+    if (migrated.status === 'rejected') {
+      await changes.close();
+      await dataSource.destroy();
+      await embedded?.stop();
+      throw migrated.reason;
+    }
     // Where everything is, in one line: with root's data directory closed to others, not all of it is there.
     const database = embedded ? `${join(embedded.location.openDir, 'postgres')} (embedded PostgreSQL)` : `PostgreSQL at ${describeDatabaseUrl(url)}`;
     logger.info(
@@ -115,10 +130,7 @@ export class HubDatabase implements OnApplicationShutdown {
   /** One query, cheap enough for frequent probes: it reaches the database and counts this release's migrations there. */
   async readiness(): Promise<DatabaseReadiness> {
     try {
-      const [row] = await this.dataSource.query<{ applied: number }[]>('SELECT count(*)::int AS applied FROM migrations WHERE name = ANY($1)', [
-        MIGRATION_NAMES,
-      ]);
-      return { reachable: true, migrationsApplied: row.applied === MIGRATION_NAMES.length };
+      return { reachable: true, migrationsApplied: (await appliedMigrations(this.dataSource)) === MIGRATION_NAMES.length };
     } catch {
       return { reachable: false, migrationsApplied: false };
     }

@@ -1,4 +1,4 @@
-import { ApiExtraModels, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional } from '../http/openapi-decorators.js';
 
 export class FieldErrorDto {
   @ApiProperty({ description: 'JSON Pointer into the body, or the name of the query parameter or header', example: '/name' })

@@ -57,6 +57,9 @@ export function reserveWindow(bytes: number): Promise<() => void> {
   return budget.take(Math.min(bytes, WINDOW_SHARE));
 }
 
+/** The property a window's JSON reply carries its bytes in: `{msg}` (task logs, files), `{message}` (session logs). */
+export type WindowKey = 'msg' | 'message';
+
 /**
  * Encodes a stream of bytes as `{"msg": <the bytes as UTF-8 text>}` as they come, a chunk at a
  * time: the same JSON as `JSON.stringify({msg: bytes.toString('utf8')})` (invalid sequences become
@@ -66,9 +69,10 @@ export class MessageEncoder extends Transform {
   // ignoreBOM keeps a leading U+FEFF as Buffer#toString does; the decoder carries a character cut by a chunk's edge to the next.
   private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
-  constructor() {
+  /** `key`: the reply's one property (`msg`, or `message` where the interface says so: session logs). */
+  constructor(key: WindowKey = 'msg') {
     super({ writableHighWaterMark: WINDOW_CHUNK });
-    this.push('{"msg":"');
+    this.push(`{"${key}":"`);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -97,7 +101,14 @@ export class ByteWindowReply {
     readonly release: () => void = () => undefined,
     /** Set for bytes that are always answered raw, as this media type (a stored result asked for with `?raw=true`). */
     readonly rawMediaType?: string,
+    /** The property of its JSON reply. */
+    readonly key: WindowKey = 'msg',
   ) {}
+
+  /** The same window, answered as `{<key>}` in JSON. */
+  keyed(key: WindowKey): ByteWindowReply {
+    return new ByteWindowReply(this.source, this.release, this.rawMediaType, key);
+  }
 
   static text(text: string): ByteWindowReply {
     return new ByteWindowReply(Readable.from([Buffer.from(text, 'utf8')]));
@@ -113,9 +124,9 @@ export class ByteWindowReply {
     return this.source;
   }
 
-  /** The window as `{msg}`, encoded as it is read. */
+  /** The window as `{msg}` (or its key), encoded as it is read. */
   message(): Readable {
-    const encoder = new MessageEncoder();
+    const encoder = new MessageEncoder(this.key);
     this.source.once('error', (error) => encoder.destroy(error));
     return this.source.pipe(encoder);
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { createRequire } from 'node:module';
+import { Readable, type Duplex } from 'node:stream';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { InvalidInputError, type FieldError } from '../errors/hub-errors.js';
@@ -61,9 +62,31 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
+/** Fastify's own compilers, loaded from where Fastify itself loads them. */
+const fromFastify = createRequire(import.meta.resolve('fastify'));
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+/** A compiler builder, as the two packages export it (a selector called once) and as Fastify calls it. */
+type Builder = (externalSchemas: unknown, options: unknown) => unknown;
+const builders = new Map<string, Builder>();
+const loaded = (name: string): Builder => builders.get(name) ?? builders.set(name, (fromFastify(name) as () => Builder)()).get(name)!;
+
+/**
+ * Fastify's default schema compilers (Ajv, fast-json-stringify), loaded when a route first has a
+ * JSON schema to compile rather than when an instance is made: loading them is about 40 ms of a
+ * start, and the hub's routes declare none (class-validator checks what they take, and replies are
+ * plain JSON). Such a route would still be compiled by the same compilers, called as Fastify calls
+ * them (a schema for headers is then compiled as given, not lower-cased first: name its headers in
+ * lower case).
+ */
+const lazyCompilers = {
+  buildValidator: (externalSchemas: unknown, options: unknown) => loaded('@fastify/ajv-compiler')(externalSchemas, options),
+  buildSerializer: (externalSchemas: unknown, options: unknown) => loaded('@fastify/fast-json-stringify-compiler')(externalSchemas, options),
+} as CompilersFactory;
+
 /** Options of the Fastify instance under Nest. */
 export function fastifyOptions(logger: Logger): FastifyServerOptions {
   return {
+    schemaController: { compilersFactory: lazyCompilers },
     loggerInstance: logger,
     // One access-log line per request is written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
@@ -112,7 +135,8 @@ export function installHttpHooks(fastify: FastifyInstance, metrics: MetricsServi
     done();
   });
   fastify.addHook('preValidation', (request, _reply, done) => {
-    const problem = bodyProblem(request.body);
+    // A body passed through unparsed (the link session proxy streams it on) is not the hub's to walk.
+    const problem = request.body instanceof Readable ? undefined : bodyProblem(request.body);
     done(problem && InvalidInputError.at(problem.path, `The request body ${problem.path ? `at ${problem.path} ` : ''}${problem.message}`));
   });
   fastify.addHook('onResponse', (request, reply, done) => {

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import { ApiProperty, PartialType } from '@nestjs/swagger';
+import { ApiProperty, PartialSchema } from './openapi-decorators.js';
 import { applyProjection } from '../query/projection.js';
 import type { ListPage } from '../query/list-page.js';
 import type { ListQuery } from '../query/list-query.js';
@@ -48,7 +48,7 @@ export function Projected(type: Type<unknown>): Type<unknown> {
   let projected = PROJECTED.get(type);
   if (!projected) {
     const item = listItemOf(type);
-    projected = item ? ListOf(Projected(item)) : PartialType(type);
+    projected = item ? ListOf(Projected(item)) : PartialSchema(type);
     Object.defineProperty(projected, 'name', { value: `Projected${type.name}` });
     PROJECTED.set(type, projected);
   }

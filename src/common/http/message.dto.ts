@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators.js';
 
 /** The `{msg}` reply of deletions and other operations that return a message. */
 export class MessageDto {

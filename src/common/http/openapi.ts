@@ -1,6 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule, type OpenAPIObject, type ReferenceObject, type SchemaObject } from '@nestjs/swagger';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { OpenAPIObject, ReferenceObject, SchemaObject } from '@nestjs/swagger';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HUB_VERSION } from '../hub-version.js';
+import { openApiTooling } from './openapi-decorators.js';
 
 const DESCRIPTION = `Management API of the compute hub.
 
@@ -57,8 +60,19 @@ function completed(document: OpenAPIObject): OpenAPIObject {
   return { ...document, tags: [...tags].map((name) => ({ name })) };
 }
 
-/** Serves the document at /api/openapi.json and the interactive UI at /api/docs, built on first request. */
-export function setupOpenApi(app: INestApplication): void {
+/** Where the document and its interactive UI are served: `@nestjs/swagger`'s routes, and its static assets below `/api/docs/`. */
+const DOCUMENT_ROUTES = ['/api/openapi.json', '/api/docs', '/api/docs/', '/api/docs/*'];
+
+/** Headers of the inner reply that belong to its own connection, not to the reply forwarded. */
+const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date']);
+
+/**
+ * `@nestjs/swagger`'s own document, UI and assets routes (`SwaggerModule.setup`), on a Fastify
+ * instance of their own that nothing listens on: made on the first request, when the package is
+ * loaded and the decorations recorded until then are applied (openapi-decorators.ts).
+ */
+async function documentServer(app: INestApplication): Promise<FastifyInstance> {
+  const { DocumentBuilder, SwaggerModule } = await openApiTooling();
   const config = new DocumentBuilder()
     .setTitle('Hub API')
     .setVersion(HUB_VERSION)
@@ -69,5 +83,34 @@ export function setupOpenApi(app: INestApplication): void {
     .addServer('/', 'This hub: paths are relative to the address the document was read from')
     .build();
   const build = (): OpenAPIObject => completed(SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method }));
-  SwaggerModule.setup('api/docs', app, build, { jsonDocumentUrl: 'api/openapi.json', raw: ['json'], customSiteTitle: 'Hub API' });
+  const adapter = new FastifyAdapter();
+  // SwaggerModule.setup reads only the HTTP adapter (and the global prefix, which the hub does not set) of the application it is given.
+  const routesOnly = { getHttpAdapter: () => adapter } as unknown as INestApplication;
+  SwaggerModule.setup('api/docs', routesOnly, build, { jsonDocumentUrl: 'api/openapi.json', raw: ['json'], customSiteTitle: 'Hub API' });
+  const server = adapter.getInstance<FastifyInstance>();
+  await server.ready();
+  return server;
+}
+
+/**
+ * Serves the document at /api/openapi.json and the interactive UI at /api/docs, built on first
+ * request: the hub's routes there hand each request to `@nestjs/swagger`'s (see documentServer),
+ * so neither the package nor the document costs the start anything. What they do not serve (a
+ * missing asset) is the hub's own 404.
+ */
+export function setupOpenApi(app: INestApplication): void {
+  let server: Promise<FastifyInstance> | undefined;
+  const forward = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
+    // A failed first build is tried again by the next request rather than kept.
+    server ??= documentServer(app).catch((error: unknown) => {
+      server = undefined;
+      throw error;
+    });
+    const answer = await (await server).inject({ method: request.method as 'GET' | 'HEAD', url: request.url, headers: request.headers });
+    if (answer.statusCode === 404) return reply.callNotFound();
+    const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !CONNECTION_HEADERS.has(name.toLowerCase())));
+    return reply.code(answer.statusCode).headers(headers).send(answer.rawPayload);
+  };
+  const http = app.getHttpAdapter();
+  for (const route of DOCUMENT_ROUTES) http.get(route, forward);
 }

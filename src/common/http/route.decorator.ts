@@ -13,8 +13,8 @@ import {
   ApiQuery,
   ApiResponse,
   getSchemaPath,
-  type SchemaObject,
-} from '@nestjs/swagger';
+} from './openapi-decorators.js';
+import type { SchemaObject } from '@nestjs/swagger';
 import { ProblemDetailsDto } from '../errors/problem-details.dto.js';
 import { OCTET_STREAM } from './byte-reply.js';
 import { Projected } from './list-envelope.js';
@@ -104,7 +104,7 @@ export interface RouteOptions {
    * application/octet-stream when the request's `Accept` prefers them; with `rawAnyType` (which
    * says when), also raw bytes of any media type (a stored result as its own content type).
    */
-  readonly bytes?: true | { readonly rawAnyType: string };
+  readonly bytes?: true | { readonly rawAnyType: string } | { readonly key: 'message' };
 }
 
 export const ROUTE_OPTIONS = 'hub:route';
@@ -279,17 +279,24 @@ function successResponse(options: RouteOptions): MethodDecorator {
       ? { ETag: { description: 'Version of the resource, for If-Match', required: true, schema: { type: 'string' } } }
       : undefined;
   if (options.produces) return ApiResponse({ status, description: 'OK', headers, content: { [options.produces]: { schema: { type: 'string' } } } });
-  if (options.bytes)
+  if (options.bytes) {
+    const rawAnyType = options.bytes !== true && 'rawAnyType' in options.bytes ? options.bytes.rawAnyType : undefined;
+    const keyed = options.bytes !== true && 'key' in options.bytes;
     return ApiResponse({
       status,
-      description: `The window as \`{msg}\`, or its exact bytes when \`Accept\` prefers application/octet-stream${options.bytes === true ? '' : `; ${options.bytes.rawAnyType}`}`,
+      description: `The window as \`{${keyed ? 'message' : 'msg'}}\`, or its exact bytes when \`Accept\` prefers application/octet-stream${rawAnyType ? `; ${rawAnyType}` : ''}`,
       headers,
       content: {
-        'application/json': { schema: { $ref: getSchemaPath(MessageDto) } },
+        'application/json': {
+          schema: keyed
+            ? { type: 'object', required: ['message'], properties: { message: { type: 'string' } }, additionalProperties: false }
+            : { $ref: getSchemaPath(MessageDto) },
+        },
         [OCTET_STREAM]: { schema: { type: 'string', format: 'binary' } },
-        ...(options.bytes !== true && { '*/*': { schema: { type: 'string', format: 'binary' } } }),
+        ...(rawAnyType && { '*/*': { schema: { type: 'string', format: 'binary' } } }),
       },
     });
+  }
   const description = status === 201 ? 'Created' : 'OK';
   if (options.responseSchema) return ApiResponse({ status, description, schema: options.responseSchema, headers });
   return ApiResponse({ status, description, type: documentedResponse(options), headers });

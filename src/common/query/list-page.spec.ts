@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DataSource } from 'typeorm';
-import { fetchListPage, fetchListRows, whereFilters } from './list-page.js';
+import { DataSource, EntitySchema } from 'typeorm';
+import { fetchListPage, fetchListRows, fetchListSlice, observeListQueries, whereFilters } from './list-page.js';
 import { defineListQuery, parseListQuery } from './list-query.js';
 import type { RawQuery } from './query-values.js';
 
@@ -184,11 +184,12 @@ describe('whereFilters', () => {
 
 describe('fetchListRows and fetchListPage over a derived table', () => {
   /** Captures the SQL a fetch runs instead of running it. */
-  function capture(): { sql: string[]; qb: ReturnType<typeof derived> } {
+  function capture(...answers: unknown[][]): { sql: string[]; qb: ReturnType<typeof derived>; answer: unknown[][] } {
     const sql: string[] = [];
+    const answer = [...answers];
     const qb = derived();
-    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve([{ count: '0' }])) } });
-    return { sql, qb };
+    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve(answer.shift() ?? [{ count: '0' }])) } });
+    return { sql, qb, answer };
   }
 
   function derived() {
@@ -211,18 +212,127 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
     expect(sql[0]).toMatch(/^SELECT "item"\.\* FROM \(SELECT .*\) "item" WHERE item\."kind" = \$1 ORDER BY lower\(item\."name"\) ASC, item\."name" ASC$/);
   });
 
-  it('pages a derived table with a count and a limited select', async () => {
-    const { sql, qb } = capture();
-    await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
-    expect(sql).toHaveLength(2);
-    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
-    expect(sql[1]).toMatch(/^SELECT "item"\.\* FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/);
+  it('pages a derived table in one statement: a limited select that carries the count', async () => {
+    const { sql, qb } = capture([{ name: 'a', kind: 'x', __total: '7' }]);
+    const page = await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
+    expect(sql).toHaveLength(1);
+    expect(sql[0]).toMatch(
+      /^SELECT "item"\.\*, \(SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"\) AS "__total" FROM .* ORDER BY lower\(item\."name"\) DESC, item\."name" DESC LIMIT 5 OFFSET 0$/,
+    );
+    expect(page).toEqual({ items: [{ name: 'a', kind: 'x' }], totalCount: 7 });
+  });
+
+  it('knows an empty first page has no items to count, and counts again for an empty page past it', async () => {
+    const first = capture([]);
+    expect(await fetchListPage(first.qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}))).toEqual({ items: [], totalCount: 0 });
+    expect(first.sql).toHaveLength(1);
+    const past = capture([]);
+    past.answer.push([{ count: '3' }]);
+    expect(await fetchListPage(past.qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[offset]': '100' }))).toEqual({ items: [], totalCount: 3 });
+    expect(past.sql).toHaveLength(2);
+    expect(past.sql[1]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
   });
 
   it('selects only the columns its items need, and extra expressions, in the page but not in the count', async () => {
-    const { sql, qb } = capture();
+    const { sql, qb } = capture([]);
     await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}), { columns: ['name'], extra: { shown: 'upper(item."kind")' } });
-    expect(sql[0]).toMatch(/^SELECT COUNT\(\*\) AS "count" FROM \(SELECT .*\) "item"$/);
-    expect(sql[1]).toMatch(/^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown" FROM \(SELECT .*\) "item" ORDER BY /);
+    expect(sql[0]).toMatch(
+      /^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown", \(SELECT COUNT\(\*\) AS "count" FROM \(SELECT [^()]*\) "item"\) AS "__total" FROM \(SELECT .*\) "item" ORDER BY /,
+    );
+  });
+});
+
+describe('how a shallow page is read (the cheapest plan, as its list declares)', () => {
+  /** A table of records that grows (an audit log's shape), with an index for each sort. */
+  const RECORDS = new EntitySchema<{ id: string; when: Date; object: string }>({
+    name: 'Record',
+    tableName: 'records',
+    columns: { id: { type: 'uuid', primary: true }, when: { type: 'timestamptz' }, object: { type: 'text' } },
+  });
+  const GROWING = defineListQuery({
+    filters: {
+      object: { column: 'record.object', type: 'string', operators: ['EQ', 'SW'] },
+      when: { column: 'record."when"', type: 'datetime', operators: ['LT', 'GT'] },
+    },
+    sorts: { object: 'record.object', when: 'record."when"' },
+    defaultSort: '-when',
+    tieBreaker: 'record.id',
+    indexes: {
+      sorts: { object: 'records_object_idx', when: 'records_when_idx' },
+      filters: { object: 'records_object_idx', when: 'records_when_idx' },
+      ordered: [
+        { filter: 'when', operators: ['LT', 'GT'], sorts: ['when'] },
+        { filter: 'object', operators: ['EQ'], sorts: ['object'] },
+      ],
+    },
+  });
+  const SMALL = defineListQuery({ ...GROWING, indexes: undefined, small: 'a test list' });
+
+  /** The entity's metadata, built without connecting, so that its builders know their key. */
+  const entities = new DataSource({ type: 'postgres', entities: [RECORDS] });
+  const built = (entities as unknown as { buildMetadatas(): Promise<void> }).buildMetadatas();
+
+  /** Each page statement a fetch runs and how it says it reads it (counts have no `read`). */
+  async function reads(fetch: (qb: ReturnType<typeof records>) => Promise<unknown>): Promise<{ sql: string; read?: string }[]> {
+    await built;
+    const pages: { sql: string; read?: string }[] = [];
+    observeListQueries((sql, _parameters, read) => read !== undefined && pages.push({ sql, read }));
+    try {
+      await fetch(records());
+    } finally {
+      observeListQueries(undefined);
+    }
+    return pages;
+  }
+
+  function records() {
+    const qb = entities.getRepository(RECORDS).createQueryBuilder('record');
+    Object.defineProperty(qb, 'connection', { value: { query: () => Promise.resolve([{ count: '0' }]) } });
+    return qb;
+  }
+
+  it.each([
+    ['a growing list unfiltered, along the sort index', GROWING, {}, "sorted: unfiltered, along the sort's index"],
+    ['a growing list by a filter its sort index serves in order', GROWING, { 'filter[when][GT]': '2026-01-01T00:00:00Z' }, 'sorted: its filters'],
+    ['a growing list by a filter no sort index serves in order', GROWING, { 'filter[object][SW]': 'cluster/' }, 'by keys'],
+    ['a growing list by an equality leading the sort index', GROWING, { 'filter[object][EQ]': 'cluster', sort: 'object' }, 'sorted: its filters'],
+    ['a growing list by that equality, sorted otherwise', GROWING, { 'filter[object][EQ]': 'cluster' }, 'by keys'],
+    ['a small list, whatever it is filtered by', SMALL, { 'filter[object][SW]': 'cluster/' }, 'sorted: a small list'],
+  ])('%s', async (_what, spec, raw: RawQuery, expected) => {
+    for (const fetch of [fetchListPage, fetchListSlice]) {
+      const [page] = await reads((qb) => fetch(qb, parseListQuery(spec, raw)));
+      expect(page.read?.startsWith(expected)).toBe(true);
+      if (expected === 'by keys')
+        expect(page.sql).toMatch(
+          /WHERE "record"\."id" = ANY\(ARRAY\(SELECT "record"\."id" AS "key" FROM "records" "record" WHERE .* LIMIT 100 OFFSET 0\)\) ORDER BY [^)]*$/,
+        );
+      else {
+        expect(page.sql).not.toContain('ARRAY(');
+        expect(page.sql).toMatch(/ FROM "records" "record" .*ORDER BY .* LIMIT 100 OFFSET 0$/);
+      }
+    }
+  });
+
+  it('reads every shallow page of a growing list sorted where it declares its keys no cheaper to find than its rows', async () => {
+    const SORTED = defineListQuery({ ...GROWING, indexes: { ...GROWING.indexes, sortedShallow: 'its keys cost what its rows do' } });
+    for (const fetch of [fetchListPage, fetchListSlice]) {
+      const [page] = await reads((qb) => fetch(qb, parseListQuery(SORTED, { 'filter[object][SW]': 'cluster/' })));
+      expect(page.read).toBe('sorted: its keys cost what its rows do');
+      expect(page.sql).not.toContain('ARRAY(');
+    }
+    const [deep] = await reads((qb) => fetchListSlice(qb, parseListQuery(SORTED, { 'page[offset]': '10000' })));
+    expect(deep.read).toBe('by keys: an offset of 10000 or more, from the start');
+  });
+
+  it('reads a page from an offset of 10,000 by its keys, small list or not', async () => {
+    for (const spec of [GROWING, SMALL]) {
+      const [page] = await reads((qb) => fetchListSlice(qb, parseListQuery(spec, { 'page[offset]': '10000' })));
+      expect(page.read).toBe('by keys: an offset of 10000 or more, from the start');
+    }
+  });
+
+  it('says an unpaged list reads every matching row, sorted', async () => {
+    const [page] = await reads((qb) => fetchListRows(qb, parseListQuery({ ...SMALL, paged: false }, {})));
+    expect(page.read).toBe('sorted: unpaged, every matching row');
   });
 });

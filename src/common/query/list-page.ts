@@ -165,12 +165,14 @@ export interface PageOptions {
  * rest of a list request in the hub's own code. Items are rows with each column under its property
  * name, not entity instances, as mappers only read properties (so column transformers are not
  * applied: list entities have none); `R` names what they hold when `columns` or `extra` make them
- * other than the entity. Both run on pooled connections, outside any transaction.
+ * other than the entity. It runs on pooled connections, outside any transaction.
  *
  * `total` comes from kept counts when `options.counts` serves the request, else from counting the
- * matching rows (through the indexes the list declares). Any page from DEEP_OFFSET on is read by
- * its keys first (an index-only scan where the sort's index holds the filtered columns), from
- * whichever end of the list is nearer, which `total` tells; a shallow one as `shallowRead` decides.
+ * matching rows (through the indexes the list declares). A shallow page is read as `shallowRead`
+ * decides, in one statement with its count (a scalar subquery: one snapshot, one round trip; only
+ * an empty page past the first asks for its count again). Any page from DEEP_OFFSET on is counted
+ * first, then read by its keys (an index-only scan where the sort's index holds the filtered
+ * columns) from whichever end of the list is nearer, which `total` tells.
  */
 export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLiteral = T>(
   qb: SelectQueryBuilder<T>,
@@ -184,11 +186,15 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
   whereFilters(qb, query.filters);
   const shallow = shallowRead(qb, query);
   if (query.offset < DEEP_OFFSET) {
-    const [totalCount, items] = await Promise.all([
-      countMatching(qb, query, options, unscoped),
-      shallow.byKeys ? selectByKeys<R>(qb, query, options, undefined, shallow.why) : selectSorted<R>(qb, query, true, options, shallow.why),
-    ]);
-    return { items, totalCount };
+    // The count rides in the page's statement: one round trip and one pooled connection, not two.
+    const count = countStatement(qb, query, options, unscoped);
+    const rows = await (shallow.byKeys
+      ? selectByKeys<R & Counted>(qb, query, options, undefined, shallow.why, count)
+      : selectSorted<R & Counted>(qb, query, true, options, shallow.why, count));
+    if (rows.length === 0) return { items: [], totalCount: query.offset === 0 ? 0 : await runCount(qb, count) };
+    const totalCount = Number(rows[0][TOTAL]);
+    for (const row of rows) delete (row as Partial<Counted>)[TOTAL];
+    return { items: rows, totalCount };
   }
   const totalCount = await countMatching(qb, query, options, unscoped);
   const deep = `by keys: an offset of ${DEEP_OFFSET} or more, from the nearer end`;
@@ -206,9 +212,10 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
  * against 3.5 for 1,000 jobs).
  */
 function shallowRead(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery): { byKeys: boolean; why: string } {
+  if (!query.growing) return { byKeys: false, why: 'sorted: a small list' };
+  if (query.sortedShallow !== undefined) return { byKeys: false, why: `sorted: ${query.sortedShallow}` };
   if (qb.expressionMap.mainAlias?.hasMetadata !== true || qb.expressionMap.joinAttributes.length > 0)
     return { byKeys: false, why: 'sorted: a derived table or a join, whose rows have no key of their own to read them by' };
-  if (!query.growing) return { byKeys: false, why: 'sorted: a small list' };
   if (query.unordered.length > 0) return { byKeys: true, why: `by keys: the sort's index does not serve ${query.unordered.join(', ')} in its order` };
   const filterWheres = query.filters.filter((condition) => condition.spec.column !== undefined).length;
   if (qb.expressionMap.wheres.length > filterWheres) return { byKeys: true, why: 'by keys: narrowed by access (or by the operation)' };
@@ -243,6 +250,29 @@ async function countMatching(
   options: PageOptions,
   unscoped?: SelectQueryBuilder<ObjectLiteral>,
 ): Promise<number> {
+  return runCount(qb, countStatement(qb, query, options, unscoped));
+}
+
+async function runCount(qb: SelectQueryBuilder<ObjectLiteral>, count: SelectQueryBuilder<ObjectLiteral>): Promise<number> {
+  const [sql, parameters] = count.getQueryAndParameters();
+  const rows = await run<{ count: string }[]>(qb, sql, parameters);
+  return Number(rows[0]?.count ?? 0);
+}
+
+/**
+ * The name under which a shallow page's rows carry `total` (the count as a scalar subquery of the
+ * page's statement, which PostgreSQL runs once): taken off the rows before they are returned.
+ */
+const TOTAL = '__total';
+type Counted = { [TOTAL]: string };
+
+/** The statement that counts the items matching a list query (countMatching), not yet run. */
+function countStatement(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  options: PageOptions,
+  unscoped?: SelectQueryBuilder<ObjectLiteral>,
+): SelectQueryBuilder<ObjectLiteral> {
   const scope = options.scope;
   const counted = hidesItems(scope)
     ? undefined
@@ -269,9 +299,12 @@ async function countMatching(
   } else {
     count = qb.clone().select('COUNT(*)', 'count');
   }
-  const [sql, parameters] = count.getQueryAndParameters();
-  const rows = await run<{ count: string }[]>(qb, sql, parameters);
-  return Number(rows[0]?.count ?? 0);
+  return count;
+}
+
+/** Selects `count`'s one value with the page's rows, under TOTAL; its parameters are named as the page's, with the same values. */
+function withTotal(page: SelectQueryBuilder<ObjectLiteral>, count: SelectQueryBuilder<ObjectLiteral> | undefined): void {
+  if (count) page.addSelect(`(${count.getQuery()})`, TOTAL).setParameters(count.getParameters());
 }
 
 /** Orders a builder by a list query's sort, reversed or not, the tie-breaker last. */
@@ -287,7 +320,14 @@ function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, revers
  * as `IN (…)`, it could join them to the table, and over a table of thousands chose a hash
  * semi-join over all of its rows.
  */
-function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, total?: number, read?: string): Promise<R[]> {
+function selectByKeys<R>(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  options: PageOptions,
+  total?: number,
+  read?: string,
+  count?: SelectQueryBuilder<ObjectLiteral>,
+): Promise<R[]> {
   const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
@@ -297,6 +337,7 @@ function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery
   rows.expressionMap.wheres = [];
   rows.where(`${query.sort.tieBreaker} = ANY(ARRAY(${keys.getQuery()}))`, keys.getParameters());
   selectRowColumns(rows, options.columns, options.extra);
+  withTotal(rows, count);
   orderBy(rows, query, false);
   const [sql, parameters] = rows.getQueryAndParameters();
   return run<R[]>(qb, sql, parameters, read);
@@ -304,14 +345,15 @@ function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
 export function fetchListRows<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, query: ListQuery): Promise<T[]> {
-  return selectSorted<T>(whereFilters(qb, query.filters), query, false);
+  return selectSorted<T>(whereFilters(qb, query.filters), query, false, {}, 'sorted: unpaged, every matching row');
 }
 
 /**
  * Runs a list query that pages but does not count (a list answered as a plain array): the page
  * of matching rows, in the query's sort order. A page from DEEP_OFFSET on is read by its keys
  * first, as fetchListPage reads one, but always from the start, as there is no `total` to tell
- * the nearer end (an offset of 900,000 in a million runs: 230 ms against 690 read whole).
+ * the nearer end (an offset of 900,000 in a million runs: 230 ms against 690 read whole); a
+ * shallow one as `shallowRead` decides, as for fetchListPage.
  */
 export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral = T>(
   qb: SelectQueryBuilder<T>,
@@ -320,12 +362,21 @@ export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral 
 ): Promise<R[]> {
   whereFilters(qb, query.filters);
   if (query.offset >= DEEP_OFFSET) return selectByKeys<R>(qb, query, options, undefined, `by keys: an offset of ${DEEP_OFFSET} or more, from the start`);
-  return selectSorted<R>(qb, query, true, options);
+  const shallow = shallowRead(qb, query);
+  return shallow.byKeys ? selectByKeys<R>(qb, query, options, undefined, shallow.why) : selectSorted<R>(qb, query, true, options, shallow.why);
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
-function selectSorted<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, paged: boolean, options: PageOptions = {}, read?: string): Promise<R[]> {
+function selectSorted<R>(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  paged: boolean,
+  options: PageOptions = {},
+  read?: string,
+  count?: SelectQueryBuilder<ObjectLiteral>,
+): Promise<R[]> {
   selectRowColumns(qb, options.columns, options.extra);
+  withTotal(qb, count);
   orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   const [sql, parameters] = qb.getQueryAndParameters();

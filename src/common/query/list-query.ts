@@ -65,6 +65,13 @@ export interface ListIndexes {
    * filter has its page found by its keys first (docs/api-conventions.md "Shallow pages").
    */
   readonly ordered?: readonly OrderedFilter[];
+  /**
+   * Why a shallow page of this list is always read sorted, however it is filtered or narrowed:
+   * where no index holds both a filter's (or the scope's) column and the sort's, finding the
+   * page's keys first walks the same index entries and table rows as the page does, and then
+   * reads the page's rows a second time by key (the committed plans show it).
+   */
+  readonly sortedShallow?: string;
 }
 
 /** A filter a sort's index serves in its order (ListIndexes.ordered). */
@@ -142,6 +149,8 @@ export interface ListQuery {
   readonly growing: boolean;
   /** The fields of the request's filters whose matches the sort's index does not return in its order (ListIndexes.ordered). */
   readonly unordered: readonly string[];
+  /** Why a shallow page is always read sorted (ListIndexes.sortedShallow). */
+  readonly sortedShallow?: string;
   readonly offset: number;
   readonly limit: number;
   readonly sort: SortOrder;
@@ -355,7 +364,17 @@ export function parseListQuery(spec: ListQuerySpec, raw: RawQuery): ListQuery {
   const sort = parseSort(spec, raw.sort, errors);
   const projection = parseProjection(spec.projection, raw, errors);
   if (errors.length > 0) throw invalidQuery(errors);
-  return { filters, growing: spec.indexes !== undefined, unordered: unorderedFilters(spec, filters, sort), offset, limit, sort, projection };
+  const sortedShallow = spec.indexes?.sortedShallow;
+  return {
+    filters,
+    growing: spec.indexes !== undefined,
+    unordered: unorderedFilters(spec, filters, sort),
+    ...(sortedShallow !== undefined && { sortedShallow }),
+    offset,
+    limit,
+    sort,
+    projection,
+  };
 }
 
 /** The fields of these filters (with a column) whose matches the sort's index does not return in its order. */

@@ -1,8 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
 import { getMetadataStorage, IsOptional } from 'class-validator';
-
-/** Where @nestjs/swagger keeps a property's schema options (its ApiProperty metadata). */
-const SWAGGER_PROPERTY = 'swagger/apiModelProperties';
+import { ApiProperty, documentedProperty } from '../http/openapi-decorators.js';
 
 type SchemaType = StringConstructor | BooleanConstructor | NumberConstructor | 'integer';
 
@@ -48,11 +45,10 @@ export function Nullable(): PropertyDecorator {
 
 /** Whether the document marks this property of a DTO nullable (so that `null` is a value for it). */
 export function isNullable(dto: object, property: string): boolean {
-  const options = Reflect.getMetadata(SWAGGER_PROPERTY, dto, property) as { nullable?: boolean } | undefined;
-  return options?.nullable === true;
+  return documentedProperty(dto, property)?.nullable === true;
 }
 
 /** Whether the document declares this property of a DTO (hidden, server-owned fields are not). */
 export function isDocumented(dto: object, property: string): boolean {
-  return Reflect.getMetadata(SWAGGER_PROPERTY, dto, property) !== undefined;
+  return documentedProperty(dto, property) !== undefined;
 }

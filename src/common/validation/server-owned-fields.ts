@@ -1,4 +1,4 @@
-import { ApiHideProperty } from '@nestjs/swagger';
+import { ApiHideProperty } from '../http/openapi-decorators.js';
 import { Allow } from 'class-validator';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../http/openapi-decorators.js';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { InvalidInputError } from '../errors/hub-errors.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { IsBoolean, IsUUID } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import type { ProfileBinding } from '../entities/profile-binding.entity.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { ListOf } from '../../common/http/list-envelope.js';
 import { ServerOwnedFields } from '../../common/validation/server-owned-fields.js';

@@ -1,4 +1,4 @@
-import { ApiHideProperty, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiHideProperty, ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { Type } from 'class-transformer';
 import { Allow, IsObject, IsOptional, IsString, IsUUID, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { PipelineSpecDto } from './pipeline-spec.dto.js';

@@ -1,4 +1,4 @@
-import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '../../common/http/openapi-decorators.js';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,

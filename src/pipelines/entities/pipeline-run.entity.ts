@@ -51,6 +51,10 @@ export class PipelineRun {
   @Column({ type: 'boolean', default: false })
   cancelled!: boolean;
 
+  /** Raised by every write of the run's nodes (see the RunRevisions migration). */
+  @Column({ type: 'integer', default: 0 })
+  revision!: number;
+
   @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   created!: Date;
 

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/http/openapi-decorators.js';
 import type { AuditRecord } from '../entities/audit-record.entity.js';
 import { EFFECTS } from './role.dto.js';
 

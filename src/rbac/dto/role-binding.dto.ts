@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/http/openapi-decorators.js';
 import { IsString, IsUUID, Matches } from 'class-validator';
 import { PlainServerOwnedFields } from '../../common/validation/server-owned-fields.js';
 import type { PermissionValue } from '../entities/role.entity.js';
