@@ -372,7 +372,16 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       await this.runs.saveNodes(manager, step.changed);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
-      return { run, revision: locked.revision, nodes, latest, seen: step.seen, work: step.work, unread: step.unread, ended: step.run?.finishedAt !== undefined };
+      return {
+        run,
+        revision: locked.revision,
+        nodes,
+        latest,
+        seen: step.seen,
+        work: step.work,
+        unread: step.unread,
+        ended: step.run?.finishedAt !== undefined,
+      };
     });
     if (!outcome) return;
     if (outcome.ended) this.forget(runId);
@@ -676,8 +685,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         node.overQuota = false;
       }
     } else this.kept.delete(runId);
-    if (recorded?.ended !== false)
-      await Promise.all(submitted.map(({ jobId }) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} has ended`)));
+    if (recorded?.ended !== false) await Promise.all(submitted.map(({ jobId }) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} has ended`)));
   }
 
   /** A node's first attempt: its job, under the workload key that makes asking twice harmless. */
@@ -827,7 +835,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.logsToFlag.clear();
     await Promise.all(
       flags.map(([runId, names]) =>
-        this.runs.setLogsStored(runId, [...names]).catch((error: unknown) => this.logger.warn(`Flagging the stored logs of run ${runId} failed: ${(error as Error).message}`)),
+        this.runs
+          .setLogsStored(runId, [...names])
+          .catch((error: unknown) => this.logger.warn(`Flagging the stored logs of run ${runId} failed: ${(error as Error).message}`)),
       ),
     );
   }
