@@ -139,8 +139,8 @@ export const TRIGGER_LIST_QUERY = defineListQuery({
     sorts: { created: 'pipeline_triggers_pipeline_created_idx', modified: 'pipeline_triggers_pipeline_modified_idx' },
     // Two values each, among one pipeline's triggers: those are found by an index led by the pipeline, and checked.
     filters: {
-      type: ['pipeline_triggers_pipeline_created_idx', 'pipeline_triggers_pipeline_modified_idx'],
-      disabled: ['pipeline_triggers_pipeline_created_idx', 'pipeline_triggers_pipeline_modified_idx'],
+      type: { unindexed: 'two values among one pipeline’s triggers: checked on the rows its index led by the pipeline finds' },
+      disabled: { unindexed: 'two values among one pipeline’s triggers: checked on the rows its index led by the pipeline finds' },
       created: 'pipeline_triggers_pipeline_created_idx',
       modified: 'pipeline_triggers_pipeline_modified_idx',
     },

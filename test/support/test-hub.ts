@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -122,6 +122,32 @@ async function checkedReply(app: NestFastifyApplication, options: InjectOptions,
   return response;
 }
 
+/** The data directories of the hubs on each database the harness made (its URL): where their jobs run. */
+const dataDirsOf = new Map<string, Set<string>>();
+
+/**
+ * Kills the processes whose working directory lies in one of `dirs`: what the jobs of a test's hubs
+ * left running (a session, a service, a job a spec did not wait for), which the hubs leave for
+ * another hub to follow, and which a test's end leaves to no one. Their uids are shared by every
+ * hub of the run, and a limit on a uid's processes counts them all.
+ */
+function killLeftovers(dirs: ReadonlySet<string>): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      continue;
+    }
+    if (![...dirs].some((dir) => cwd.startsWith(`${dir}/`))) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
 export interface TestHubOptions {
   /** Settings to override. */
   readonly env?: Record<string, string>;
@@ -141,11 +167,18 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
   if (!serverUrl || !template) throw new Error('The test database is not set up: run the suite with npm test');
   const database = shared ? undefined : await createDatabaseFromTemplate(serverUrl, template);
   const dataDir = enterableTempDir('hub-test-');
-  const cleanUp = async () => {
-    if (database) await dropDatabase(serverUrl, database);
-    rmSync(dataDir, { recursive: true, force: true });
-  };
   const url = shared ?? databaseUrl(serverUrl, database as string);
+  const dirs = dataDirsOf.get(url) ?? new Set<string>();
+  dataDirsOf.set(url, dirs.add(dataDir));
+  // The hub that made the database ends the test's hubs' jobs with it; the others' files go when they close.
+  const cleanUp = async () => {
+    if (database) {
+      killLeftovers(dirs);
+      dataDirsOf.delete(url);
+      await dropDatabase(serverUrl, database);
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    } else rmSync(dataDir, { recursive: true, force: true });
+  };
   let app: NestFastifyApplication;
   const start = async () => {
     const config = loadHubConfig({
