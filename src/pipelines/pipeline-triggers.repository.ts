@@ -128,10 +128,11 @@ export class PipelineTriggersRepository {
    */
   async update(id: string, version: number, changes: TriggerChanges, seen?: readonly SeenFile[]): Promise<boolean> {
     return this.dataSource.transaction(async (manager) => {
-      const updated: unknown[] = await manager.query(
+      // An UPDATE answers [rows, how many] through TypeORM.
+      const [, updated]: [unknown, number] = await manager.query(
         `UPDATE pipeline_triggers SET owner_id = $3, owner_name = $4, type = $5, disabled = $6, spec = $7::jsonb, execution_profile_id = $8, enabled_at = $9,
            next_due = $10, version = version + 1, modified = now()
-         WHERE id = $1 AND version = $2 RETURNING id`,
+         WHERE id = $1 AND version = $2`,
         [
           id,
           version,
@@ -145,7 +146,7 @@ export class PipelineTriggersRepository {
           changes.nextDue,
         ],
       );
-      if (updated.length === 0) return false;
+      if (updated === 0) return false;
       if (seen) await this.replaceSeen(manager, id, seen);
       return true;
     });
@@ -153,8 +154,8 @@ export class PipelineTriggersRepository {
 
   /** Deletes a trigger still at `version`, with its firings and seen files; false when it changed meanwhile (or is gone). */
   async delete(id: string, version: number): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query('DELETE FROM pipeline_triggers WHERE id = $1 AND version = $2 RETURNING id', [id, version]);
-    return rows.length > 0;
+    const [, deleted]: [unknown, number] = await this.dataSource.query('DELETE FROM pipeline_triggers WHERE id = $1 AND version = $2', [id, version]);
+    return deleted > 0;
   }
 
   /** A page of firings: of one trigger, or of every trigger in `scope`. */
@@ -245,12 +246,12 @@ export class PipelineTriggersRepository {
   async pruneFirings(before: Date, batch: number): Promise<number> {
     let pruned = 0;
     for (;;) {
-      const rows: unknown[] = await this.dataSource.query(
-        'DELETE FROM pipeline_trigger_firings WHERE id IN (SELECT id FROM pipeline_trigger_firings WHERE trigger_time < $1 LIMIT $2) RETURNING 1',
+      const [, deleted]: [unknown, number] = await this.dataSource.query(
+        'DELETE FROM pipeline_trigger_firings WHERE id IN (SELECT id FROM pipeline_trigger_firings WHERE trigger_time < $1 LIMIT $2)',
         [before, batch],
       );
-      pruned += rows.length;
-      if (rows.length < batch) return pruned;
+      pruned += deleted;
+      if (deleted < batch) return pruned;
     }
   }
 
