@@ -29,7 +29,7 @@ import { JobIdentities } from './job-identities.js';
 import { toExecutionListItem, toExecutionResponse, toJobListItem, toJobResponse, toNodeListItem, toNodeResponse } from './cluster.mappers.js';
 import type { ExecutionDto, ExecutionListItemDto, JobDto, JobListItemDto, NodeDto, NodeListItemDto, SubmitJobDto, VersionDto } from './dto/cluster.dto.js';
 import type { ClusterJob, JobType } from './entities/cluster-job.entity.js';
-import type { ExecutionStatus } from './entities/job-execution.entity.js';
+import type { ExecutionStatus, TaskEvent } from './entities/job-execution.entity.js';
 
 const DEFAULT_PRIORITY = 50;
 
@@ -88,6 +88,17 @@ export interface LatestAttempt {
   readonly finishedAt?: string;
   /** The event that ended it (Terminated, LimitExceeded, Lost, a stop's) and its message. */
   readonly endEvent?: { readonly type: string; readonly message: string };
+  /**
+   * Pending, the message of the placement failure it last noted, while no node takes it (as
+   * announced with `placementFailed`; gone once it is placeable): for an engine that reconciles,
+   * or that recorded its workload after the announcement.
+   */
+  readonly placementFailure?: string;
+}
+
+function placementFailureOf(status: ExecutionStatus, events: readonly TaskEvent[]): string | undefined {
+  const last = events.at(-1);
+  return status === 'pending' && last?.type === 'PlacementFailed' ? last.message : undefined;
 }
 
 function nodeNotFound(id: string): NotFoundError {
@@ -338,6 +349,7 @@ export class ClusterService {
             startedAt: row.taskState.startedAt ?? undefined,
             finishedAt: ended ? (row.taskState.finishedAt ?? undefined) : undefined,
             endEvent: last && { type: last.type, message: last.message },
+            placementFailure: placementFailureOf(row.status, events),
           },
         ];
       }),

@@ -177,12 +177,15 @@ export class LinkSessionsRepository {
    * Changes a session under its row lock as `decide` says (undefined: nothing), in one
    * transaction; answers the row as it stands after, and whether it changed.
    */
-  async transition(id: string, decide: (current: SessionRow) => SessionChanges | undefined): Promise<{ row?: SessionRow; changed: boolean }> {
+  async transition(
+    id: string,
+    decide: (current: SessionRow, manager: EntityManager) => SessionChanges | undefined | Promise<SessionChanges | undefined>,
+  ): Promise<{ row?: SessionRow; changed: boolean }> {
     return this.dataSource.transaction(async (manager) => {
       const rows: SessionRow[] = await manager.query(`SELECT ${SESSION_COLUMNS} FROM link_sessions s WHERE s.id = $1 FOR UPDATE`, [id]);
       const current = rows[0];
       if (!current) return { changed: false };
-      const changes = decide(current);
+      const changes = await decide(current, manager);
       if (!changes) return { row: current, changed: false };
       return { row: await this.apply(manager, id, changes), changed: true };
     });

@@ -1,6 +1,6 @@
 import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { ClusterService } from '../cluster/cluster.service.js';
+import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
 import { ServiceEndpoints } from '../cluster/service-endpoints.js';
 import { Clock } from '../common/clock/clock.js';
@@ -98,7 +98,7 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
     const timeout = setTimeout(() => void this.reap(), session.startTimeoutSeconds * 1000 + 50);
     timeout.unref();
     probe.signal.addEventListener('abort', () => clearTimeout(timeout));
-    void this.settleEnded([session]);
+    void this.settle([session]);
   }
 
   /**
@@ -161,7 +161,7 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
-  private async transition(id: string, decide: (current: SessionRow) => SessionChanges | undefined): Promise<{ row?: SessionRow; changed: boolean }> {
+  private async transition(id: string, decide: Parameters<LinkSessionsRepository['transition']>[1]): Promise<{ row?: SessionRow; changed: boolean }> {
     const result = await this.sessions.transition(id, decide);
     if (result.changed && result.row && !isLive(result.row.status)) this.probes.get(id)?.abort();
     return result;
@@ -174,18 +174,8 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
       if (!change.workloadKey?.startsWith(SESSION_KEY_PREFIX)) return;
       const id = change.workloadKey.slice(SESSION_KEY_PREFIX.length);
       const now = this.clock.now();
-      if (change.kind === 'placementFailed')
-        await this.transition(id, (current) =>
-          current.status === 'Pending'
-            ? { status: 'Blocked', startDeadline: null, event: event('Blocked', now, { message: change.message ?? '' }) }
-            : undefined,
-        );
-      else if (change.kind === 'placeable')
-        await this.transition(id, (current) =>
-          current.status === 'Blocked'
-            ? { status: 'Pending', startDeadline: new Date(now.getTime() + current.startTimeoutSeconds * 1000), event: event('Pending', now) }
-            : undefined,
-        );
+      if (change.kind === 'placementFailed') await this.transition(id, (current) => blockedChanges(current, change.message ?? '', now));
+      else if (change.kind === 'placeable') await this.transition(id, (current) => placeableChanges(current, now));
       else if (change.kind === 'ended') await this.transition(id, (current) => this.endedChanges(current, change, now));
     } catch (error) {
       this.logger.error({ err: error, change }, 'Could not follow a change of a session’s job');
@@ -205,23 +195,51 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
   /** Reads every live session again: those whose job ended meanwhile are settled, Pending ones probed. */
   private async reconcile(): Promise<void> {
     const live = await this.sessions.live();
-    await this.settleEnded(live);
+    await this.settle(live);
     for (const session of live) this.follow(session);
   }
 
-  /** Settles the sessions among `rows` whose job's latest execution has ended. */
-  private async settleEnded(rows: readonly SessionRow[]): Promise<void> {
-    const jobIds = rows.flatMap((row) => (row.jobId ? [row.jobId] : []));
-    const attempts = await this.cluster.latestAttempts(jobIds);
-    const now = this.clock.now();
+  /**
+   * Settles the sessions among `rows` by what their jobs' latest executions say: ended, or waiting
+   * with no node to take them (Blocked), or placeable again: what was announced before the session
+   * was recorded (its job is submitted first), or while this hub did not listen. A first read,
+   * without locks, finds those that may change; each of them is read again under its session's
+   * lock, so that no announcement handled meanwhile is undone by an older read (and the others
+   * stay free for the reaper, which skips locked sessions).
+   */
+  private async settle(rows: readonly SessionRow[]): Promise<void> {
+    const attempts = await this.cluster.latestAttempts(rows.flatMap((row) => (row.jobId ? [row.jobId] : [])));
     for (const row of rows) {
-      const attempt = row.jobId ? attempts.get(row.jobId) : undefined;
-      if (!attempt?.finishedAt && !(attempt && ['completed', 'failed', 'lost'].includes(attempt.status))) continue;
-      await this.transition(row.id, (current) =>
-        this.endedChanges(current, { eventType: attempt.endEvent?.type, exitCode: attempt.exitCode, message: attempt.endEvent?.message }, now),
-      );
+      const jobId = row.jobId;
+      const seen = jobId ? attempts.get(jobId) : undefined;
+      if (!jobId || !seen || (!hasEnded(seen) && seen.placementFailure === undefined && row.status !== 'Blocked')) continue;
+      await this.transition(row.id, async (current, manager) => {
+        const attempt = (await this.cluster.latestAttempts([jobId], manager)).get(jobId);
+        const now = this.clock.now();
+        if (!attempt) return undefined;
+        if (hasEnded(attempt))
+          return this.endedChanges(current, { eventType: attempt.endEvent?.type, exitCode: attempt.exitCode, message: attempt.endEvent?.message }, now);
+        if (attempt.placementFailure !== undefined) return blockedChanges(current, attempt.placementFailure, now);
+        return attempt.status === 'pending' ? placeableChanges(current, now) : undefined;
+      });
     }
   }
+}
+
+function hasEnded(attempt: LatestAttempt): boolean {
+  return attempt.finishedAt !== undefined || ['completed', 'failed', 'lost'].includes(attempt.status);
+}
+
+/** A Pending session whose job no node takes now: Blocked (nothing for one in another state). */
+function blockedChanges(current: SessionRow, message: string, now: Date): SessionChanges | undefined {
+  return current.status === 'Pending' ? { status: 'Blocked', startDeadline: null, event: event('Blocked', now, { message }) } : undefined;
+}
+
+/** A Blocked session whose job is placeable again: Pending, its start timeout counted from now. */
+function placeableChanges(current: SessionRow, now: Date): SessionChanges | undefined {
+  return current.status === 'Blocked'
+    ? { status: 'Pending', startDeadline: new Date(now.getTime() + current.startTimeoutSeconds * 1000), event: event('Pending', now) }
+    : undefined;
 }
 
 /** The workload key of a session's job: its announcements name the session. */
