@@ -45,6 +45,8 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
   private unsubscribe?: () => void;
   private timer?: NodeJS.Timeout;
   private reaping?: Promise<number>;
+  /** The pass waiting for the one under way. */
+  private reapingNext?: Promise<number>;
 
   constructor(
     private readonly sessions: LinkSessionsRepository,
@@ -113,9 +115,19 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
 
   /** One pass of the reaper at the clock's now; answers how many sessions it ended. Exposed for tests on the fake clock. */
   async reap(): Promise<number> {
-    if (this.reaping) return this.reaping;
-    this.reaping = this.reapOnce().finally(() => (this.reaping = undefined));
-    return this.reaping;
+    // After the pass under way, if any (that one read the clock before this call, and a session
+    // due since would wait for the next second's pass); one pass waits at the most, for every caller.
+    if (this.reapingNext) return this.reapingNext;
+    const pass = (this.reaping ?? Promise.resolve(0)).then(() => {
+      if (this.reapingNext === pass) this.reapingNext = undefined;
+      return this.reapOnce();
+    });
+    if (this.reaping) this.reapingNext = pass;
+    this.reaping = pass;
+    void pass.finally(() => {
+      if (this.reaping === pass) this.reaping = undefined;
+    });
+    return pass;
   }
 
   private async reapOnce(): Promise<number> {
