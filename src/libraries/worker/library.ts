@@ -279,6 +279,8 @@ export class Library {
       `SELECT Delimiter, Quote, Escape, SkipRows, Columns, TimestampFormat FROM sniff_csv(${path}, sample_size=-1, header=true, dateformat='%Y-%m-%d')`,
     );
     const [delimiter, quote, escape, skip, columns, timestampFormat] = reader.getRowsJS()[0] as [string, string, string, number, { name: string; type: string }[], string | null];
+    // The sniffer says `(empty)` for a file that quotes (or escapes) nothing.
+    const option = (value: string) => literal(value === '(empty)' ? '' : value);
     const settled = columns.map((column) => {
       const type = fieldType(column.type);
       return `${literal(column.name)}: ${literal(type === 'string' ? 'VARCHAR' : column.type)}`;
@@ -286,9 +288,9 @@ export class Library {
     const options = [
       'auto_detect=false',
       'header=true',
-      `delim=${literal(delimiter)}`,
-      `quote=${literal(quote)}`,
-      `escape=${literal(escape)}`,
+      `delim=${option(delimiter)}`,
+      `quote=${option(quote)}`,
+      `escape=${option(escape)}`,
       `skip=${Number(skip)}`,
       `dateformat='%Y-%m-%d'`,
       ...(timestampFormat ? [`timestampformat=${literal(timestampFormat)}`] : []),

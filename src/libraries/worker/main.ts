@@ -178,9 +178,8 @@ const server = createServer(async (request, response) => {
     if (error instanceof Reply) return send(response, error.status, { msg: error.message, ...error.extra });
     if (error instanceof NotAMemberError) return send(response, 404, { msg: error.message });
     if (error instanceof QueryCancelledError) return send(response, 409, { msg: error.message });
-    // DuckDB refusing a value (a string that is no date, say) is the request's fault; anything else is the worker's.
+    // Filters and bodies are checked before any SQL runs, and every value is a typed parameter: what DuckDB refuses now is the worker's fault.
     const message = (error as Error).message ?? String(error);
-    if (/^(Conversion|Invalid Input|Binder) Error/.test(message)) return send(response, 400, { msg: message.split('\n')[0] });
     console.error(`library worker: ${request.method} ${pathname}: ${message}`);
     send(response, 500, { msg: 'The worker failed to answer' });
   }
