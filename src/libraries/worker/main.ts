@@ -15,9 +15,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sep } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { openLockedDuckDB } from './duckdb.js';
 import { ENGINES, type Engine, Library, NotAMemberError } from './library.js';
+import { ConnectionRefusedError, PostgresLibrary } from './postgres.js';
 import { QueryCancelledError, Queries } from './queries.js';
 import { distinctValues, records, Reply, validateFilter } from './requests.js';
 
@@ -48,30 +48,9 @@ try {
 }
 const path = engine === 'postgres' ? '' : realpathSync(process.env.HUB_LIBRARY_PATH || fail('HUB_LIBRARY_PATH must be set'));
 
-/**
- * The worker's DuckDB: in memory (or the library's database file, read-only), extensions neither
- * installed nor loaded on demand, files readable only under the library's directory, external access
- * off, and the configuration then locked, so that no statement can widen any of it.
- */
-async function openDuckDB(): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(engine === 'duckdb' ? path : ':memory:', {
-    ...(engine === 'duckdb' ? { access_mode: 'READ_ONLY' } : {}),
-    autoinstall_known_extensions: 'false',
-    autoload_known_extensions: 'false',
-  });
-  const setup = await instance.connect();
-  const allowed = engine === 'duckdb' || engine === 'postgres' ? [] : [`${path}${sep}`];
-  await setup.run(`SET allowed_directories = [${allowed.map((dir) => `'${dir.replaceAll("'", "''")}'`).join(', ')}]`);
-  await setup.run('SET enable_external_access = false');
-  await setup.run('SET lock_configuration = true');
-  setup.closeSync();
-  return instance;
-}
-
-const instance = await openDuckDB();
+const instance = await openLockedDuckDB(engine, path);
 const queries = await Queries.open(instance, CONNECTIONS);
-const library = new Library(engine, path, await instance.connect());
-void options;
+const library = engine === 'postgres' ? new PostgresLibrary(options, await instance.connect()) : new Library(engine, path, await instance.connect());
 const startTime = new Date().toISOString();
 let requestsServed = 0;
 /** Queries under way that a request id names, so that POST /cancel/<id> can abort them. */
@@ -121,8 +100,11 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
     return { cancelled: controller !== undefined };
   }
   if (method === 'POST' && pathname === '/connection') {
-    throw new Reply(400, `A ${engine} library takes no connection`);
+    if (!(library instanceof PostgresLibrary)) throw new Reply(400, `A ${engine} library takes no connection`);
+    await library.connect(await readBody(request));
+    return { ok: true };
   }
+  if (library instanceof PostgresLibrary && !library.connected) throw new Reply(503, 'The worker has no connection yet');
   if (method === 'GET' && pathname === '/members') return await library.listMembers();
   if (method === 'GET' && pathname.startsWith('/datasets/')) {
     const dataset = await library.dataset(decodeURIComponent(pathname.slice('/datasets/'.length)));
@@ -144,7 +126,8 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
       try {
         return await distinctValues(dataset, body, (sql, params) => queries.rows(sql, params, both));
       } catch (error) {
-        if (error instanceof QueryCancelledError && timeout.aborted && !signal.aborted) throw new Reply(504, `Distinct values took longer than ${timeoutMs} ms`);
+        if (error instanceof QueryCancelledError && timeout.aborted && !signal.aborted)
+          throw new Reply(504, `Distinct values took longer than ${timeoutMs} ms`);
         throw error;
       }
     }
@@ -153,7 +136,7 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
   }
 }
 
-const server = createServer(async (request, response) => {
+async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const given = request.headers['x-hub-service-secret'];
   if (typeof given !== 'string' || !timingSafeEqual(digest(given), secretDigest)) return send(response, 403, { msg: 'Forbidden' });
   requestsServed++;
@@ -177,13 +160,16 @@ const server = createServer(async (request, response) => {
     if (response.destroyed) return;
     if (error instanceof Reply) return send(response, error.status, { msg: error.message, ...error.extra });
     if (error instanceof NotAMemberError) return send(response, 404, { msg: error.message });
+    if (error instanceof ConnectionRefusedError) return send(response, 400, { msg: error.message });
     if (error instanceof QueryCancelledError) return send(response, 409, { msg: error.message });
     // Filters and bodies are checked before any SQL runs, and every value is a typed parameter: what DuckDB refuses now is the worker's fault.
     const message = (error as Error).message ?? String(error);
     console.error(`library worker: ${request.method} ${pathname}: ${message}`);
     send(response, 500, { msg: 'The worker failed to answer' });
   }
-});
+}
+
+const server = createServer((request, response) => void handle(request, response));
 
 server.listen(port, host, () => {
   const address = server.address() as AddressInfo;
