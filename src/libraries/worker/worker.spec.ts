@@ -98,7 +98,9 @@ beforeAll(async () => {
   );
   maker.closeSync();
   const duckFile = join(duckDir, 'shop.duckdb');
-  const shop = await (await DuckDBInstance.create(duckFile)).connect();
+  // Closed explicitly below: an instance left to the garbage collector keeps its write lock, and the worker could not open the file.
+  const shopInstance = await DuckDBInstance.create(duckFile);
+  const shop = await shopInstance.connect();
   await shop.run(
     `CREATE TABLE orders (id INTEGER, item VARCHAR, placed DATE, "at" TIMESTAMP, paid BOOLEAN, price DECIMAL(10,2), huge HUGEINT, tags VARCHAR[])`,
   );
@@ -109,6 +111,7 @@ beforeAll(async () => {
   await shop.run(`CREATE VIEW paid_orders AS SELECT id, item FROM orders WHERE paid`);
   await shop.run(`CREATE SCHEMA archive; CREATE TABLE archive.old (x INTEGER); INSERT INTO archive.old VALUES (7)`);
   shop.closeSync();
+  shopInstance.closeSync();
 
   // JSON: an array, and one object a line.
   const jsonDir = dir('json');
@@ -655,10 +658,12 @@ describe('DuckDB lock-down', () => {
   });
 
   it('opens a DuckDB library read-only with no file access at all', async () => {
-    const connection = await (await openLockedDuckDB('duckdb', join(root, 'duckdb', 'shop.duckdb'))).connect();
+    const instance = await openLockedDuckDB('duckdb', join(root, 'duckdb', 'shop.duckdb'));
+    const connection = await instance.connect();
     expect((await connection.runAndReadAll('SELECT count(*)::INTEGER FROM orders')).getRowsJS()).toEqual([[3]]);
     await expect(connection.run('DELETE FROM orders')).rejects.toThrow();
     await expect(connection.run(`SELECT * FROM read_csv('${join(root, 'csv', 'people.csv')}')`)).rejects.toThrow();
     connection.closeSync();
+    instance.closeSync();
   });
 });
