@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { HubConfig } from '../common/config/hub-config.js';
 import { ShippedPrograms } from './shipped-programs.js';
-import { startLibraryWorker } from '../../test/support/library-worker.js';
+import { startLibraryWorker } from '../libraries/worker-process.js';
 
 /**
  * The library worker is placed under HUB_SHARED_DIR with the packages it imports, whole, once, and

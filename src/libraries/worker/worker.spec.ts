@@ -8,7 +8,7 @@ import pg from 'pg';
 import type { HubConfig } from '../../common/config/hub-config.js';
 import { ShippedPrograms } from '../../cluster/shipped-programs.js';
 import { createDatabaseFromTemplate, databaseUrl, dropDatabase, SERVER_URL_VARIABLE, TEMPLATE_VARIABLE } from '../../../test/support/test-database.js';
-import { type StartedWorker, startLibraryWorker } from '../../../test/support/library-worker.js';
+import { type StartedWorker, startLibraryWorker } from '../worker-process.js';
 import { openLockedDuckDB } from './duckdb.js';
 
 /**

@@ -1,7 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { PlacedProgram } from '../../src/cluster/shipped-programs.js';
+import type { PlacedProgram } from '../cluster/shipped-programs.js';
 
-/** A library worker started by a spec: where it listens, and the process to stop. */
+// A library worker started outside the cluster, for the specs and the benchmark (bench/libraries-worker.ts)
+// that talk to it directly: the hub itself starts workers as cluster service jobs.
+
+/** A library worker started directly: where it listens, and the process to stop. */
 export interface StartedWorker {
   readonly url: string;
   readonly child: ChildProcess;
