@@ -46,7 +46,17 @@ try {
 } catch {
   fail('HUB_LIBRARY_OPTIONS must be JSON');
 }
-const path = engine === 'postgres' ? '' : realpathSync(process.env.HUB_LIBRARY_PATH || fail('HUB_LIBRARY_PATH must be set'));
+/** The library's path, links resolved: DuckDB's allowed directory and the members' confinement compare real paths. */
+function libraryPath(): string {
+  if (engine === 'postgres') return '';
+  const given = process.env.HUB_LIBRARY_PATH || fail('HUB_LIBRARY_PATH must be set');
+  try {
+    return realpathSync(given);
+  } catch (error) {
+    return fail(`HUB_LIBRARY_PATH ${given} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+}
+const path = libraryPath();
 
 const instance = await openLockedDuckDB(engine, path);
 const queries = await Queries.open(instance, CONNECTIONS);
@@ -84,6 +94,15 @@ async function readBody(request: IncomingMessage): Promise<Record<string, unknow
   return body as Record<string, unknown>;
 }
 
+/** A URL path segment decoded; a malformed escape is the request's fault. */
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new Reply(400, 'Bad path');
+  }
+}
+
 function datasetName(body: Record<string, unknown>): string {
   if (typeof body.name !== 'string' || body.name === '') throw new Reply(400, 'name must be a dataset name');
   return body.name;
@@ -95,7 +114,7 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
   const run = (sql: string, params: readonly unknown[]) => queries.rows(sql, params, signal);
   if (method === 'GET' && pathname === '/health') return { state: 'ready', startTime, requestsServed };
   if (method === 'POST' && pathname.startsWith('/cancel/')) {
-    const controller = running.get(decodeURIComponent(pathname.slice('/cancel/'.length)));
+    const controller = running.get(decodePart(pathname.slice('/cancel/'.length)));
     controller?.abort();
     return { cancelled: controller !== undefined };
   }
@@ -107,7 +126,7 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
   if (library instanceof PostgresLibrary && !library.connected) throw new Reply(503, 'The worker has no connection yet');
   if (method === 'GET' && pathname === '/members') return await library.listMembers();
   if (method === 'GET' && pathname.startsWith('/datasets/')) {
-    const dataset = await library.dataset(decodeURIComponent(pathname.slice('/datasets/'.length)));
+    const dataset = await library.dataset(decodePart(pathname.slice('/datasets/'.length)));
     return dataset.metadata;
   }
   if (method !== 'POST') throw new Reply(404, 'No such endpoint');

@@ -186,6 +186,10 @@ describe('the secret', () => {
     }
   });
 
+  it('is 400 for a malformed path escape, not a failure', async () => {
+    expect((await parquet.request('/datasets/%E0%A4%A')).status).toBe(400);
+  });
+
   it('answers health with it', async () => {
     const health = await body(await parquet.request('/health'));
     expect(health).toEqual({ state: 'ready', startTime: expect.any(String), requestsServed: expect.any(Number) });
@@ -229,6 +233,7 @@ describe('members', () => {
       [csv, 'passwd'],
       [sas, 'formats'],
       [parquet, '..%2Fcsv%2Fpeople'],
+      [csv, '%2E%2E%2Foutside%2Fsecret'],
     ] as const) {
       const reply = await worker.request(`/datasets/${name}`);
       expect([name, reply.status]).toEqual([name, 404]);
