@@ -33,7 +33,7 @@ export class ConnectionRefusedError extends Error {}
 
 export class PostgresLibrary {
   private pool?: pg.Pool;
-  private readonly schema: string;
+  private schema: string;
   private readonly refreshMs: number;
   private readonly copies = new Map<string, { readonly at: number; readonly dataset: Promise<Dataset> }>();
   private readonly serial = new Serial();
@@ -53,11 +53,29 @@ export class PostgresLibrary {
     return this.pool !== undefined;
   }
 
-  /** Takes the connection (`{connectionString}` or pg's fields: host, port, user, password, database, ssl) and checks it works. */
+  /**
+   * Takes the connection and checks it works: a credential's data as the hub resolved it, either
+   * `connectionString` or pg's fields (`host`, `port`, `user` or `username`, `password`, `database`
+   * or `dbname`, `ssl`; credentials hold strings, so `port` and `ssl` may come as text), and
+   * `schema` when the hub names it (else options.schema). Other keys are ignored.
+   */
   async connect(body: Record<string, unknown>): Promise<void> {
-    const allowed = ['connectionString', 'host', 'port', 'user', 'password', 'database', 'ssl'];
-    const config = Object.fromEntries(Object.entries(body).filter(([key]) => allowed.includes(key))) as pg.PoolConfig;
-    if (Object.keys(config).length === 0) throw new ConnectionRefusedError('The connection needs connectionString or host, user, password and database');
+    const text = (...keys: string[]) => keys.map((key) => body[key]).find((value): value is string => typeof value === 'string' && value !== '');
+    const port = body.port === undefined || body.port === '' ? undefined : Number(body.port);
+    const ssl = body.ssl === true || (typeof body.ssl === 'string' && ['true', 'require', '1'].includes(body.ssl.toLowerCase()));
+    const config: pg.PoolConfig = {
+      connectionString: text('connectionString'),
+      host: text('host'),
+      port: port !== undefined && Number.isInteger(port) ? port : undefined,
+      user: text('user', 'username'),
+      password: text('password'),
+      database: text('database', 'dbname'),
+      ...(ssl ? { ssl: true } : {}),
+    };
+    if (!config.connectionString && !config.host && !config.user)
+      throw new ConnectionRefusedError('The connection needs connectionString, or host, user, password and database');
+    const schema = text('schema');
+    if (schema) this.schema = schema;
     const pool = new pg.Pool({ ...config, max: 2, idleTimeoutMillis: 30_000, application_name: 'hub-library-worker' });
     // An idle client's error (the server restarted) must not end the worker; the next query reconnects.
     pool.on('error', () => undefined);

@@ -156,7 +156,7 @@ beforeAll(async () => {
     start('json', jsonDir),
     start('duckdb', duckFile),
     start('sas7bdat', sasDir),
-    start('postgres', '', { schema: 'sales', authDomainId: 'ignored-here' }),
+    start('postgres', '', { authDomainId: 'ignored-here' }),
   ]);
 }, 120_000);
 
@@ -605,7 +605,17 @@ describe('postgres', () => {
     expect(JSON.stringify(await body(bad))).not.toContain('pa55word-xyz');
     expect((await postgres.request('/connection', {})).status).toBe(400);
     expect((await csv.request('/connection', { connectionString: pgUrl })).status).toBe(400);
-    expect(await body(await postgres.request('/connection', { connectionString: pgUrl }))).toEqual({ ok: true });
+    // A credential's data as the hub sends it: strings, `username`, and the schema.
+    const url = new URL(pgUrl);
+    const fields = {
+      host: url.hostname,
+      port: url.port || '5432',
+      username: decodeURIComponent(url.username),
+      password: decodeURIComponent(url.password),
+      dbname: url.pathname.slice(1),
+      schema: 'sales',
+    };
+    expect(await body(await postgres.request('/connection', fields))).toEqual({ ok: true });
   });
 
   it('serves the schema’s tables and views, typed, filtered in DuckDB', async () => {
