@@ -3,9 +3,10 @@
 //   records   POST /records of a 1,000-row page filtered on a number and a string, ordered by id,
 //             through the placed worker over HTTP (JSON parsed by the client), against the same
 //             SELECT run in this process's DuckDB with its rows converted to JavaScript values;
-//   distinct  POST /distinct-values of the dataset, against the same DISTINCT queries in DuckDB.
+//   distinct  POST /distinct-values of the dataset, against the same DISTINCT queries in DuckDB;
+//   then      records throughput of 2 workers under 20 concurrent clients (requests/s, median latency).
 // Prints medians, the ratios and the load average beside them (the target for records is ≤ 1.25×).
-// BENCH_ROUNDS (default 15) sets the rounds, BENCH_ROWS (default 10,000,000) the rows.
+// BENCH_ROUNDS (default 31: on a shared machine 15 rounds gave medians from 0.91 to 1.48) sets the rounds, BENCH_ROWS (default 10,000,000) the rows.
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -17,9 +18,11 @@ import { startLibraryWorker } from '../src/libraries/worker-process.js';
 import { writeResults } from './support.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 31);
 const FILTER = "amount > 50 and user = 'user7'";
 const MAX_VALUES = 1000;
+const CLIENTS = 20;
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 10);
 
 const load = () =>
   loadavg()
@@ -122,6 +125,23 @@ async function main(): Promise<void> {
     figures.distinctWorker.push(await time(distinctViaWorker));
     figures.distinctDuckdb.push(await time(distinctViaDuckDB));
   }
+  // Throughput: 2 workers, 20 clients each sending the records request again as soon as answered, spread over the workers in turn.
+  const second = await startLibraryWorker(program, { HUB_LIBRARY_ENGINE: 'parquet', HUB_LIBRARY_PATH: library });
+  const targets = [worker, second].map((started) => ({ url: new URL('/records', started.url), agent: new Agent({ keepAlive: true, maxSockets: CLIENTS }) }));
+  await post(targets[1].agent, targets[1].url, secret, { name: 'events', filter: FILTER, orderby: ['id'], limit: 1000 });
+  const latencies: number[] = [];
+  let next = 0;
+  const until = performance.now() + THROUGHPUT_SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < until) {
+        const target = targets[next++ % targets.length];
+        latencies.push(await time(() => post(target.agent, target.url, secret, { name: 'events', filter: FILTER, orderby: ['id'], limit: 1000 })));
+      }
+    }),
+  );
+  second.stop();
+  for (const target of targets) target.agent.destroy();
   const results = {
     date: new Date().toISOString(),
     rows: ROWS,
@@ -133,6 +153,8 @@ async function main(): Promise<void> {
     distinctWorkerMs: +median(figures.distinctWorker).toFixed(1),
     distinctDuckdbMs: +median(figures.distinctDuckdb).toFixed(1),
     distinctRatio: +(median(figures.distinctWorker) / median(figures.distinctDuckdb)).toFixed(3),
+    throughputRequestsPerSecond: +(latencies.length / THROUGHPUT_SECONDS).toFixed(1),
+    throughputP50Ms: +median(latencies).toFixed(1),
     loadAverage: load(),
   };
   console.log(`\n| | worker ms | DuckDB ms | ratio | load |\n|---|---|---|---|---|`);
@@ -141,6 +163,9 @@ async function main(): Promise<void> {
   );
   console.log(
     `| distinct values (${fieldNames.length} fields, ≤ ${MAX_VALUES} each) | ${results.distinctWorkerMs} | ${results.distinctDuckdbMs} | ${results.distinctRatio} | ${results.loadAverage} |`,
+  );
+  console.log(
+    `| records throughput, 2 workers, ${CLIENTS} clients, ${THROUGHPUT_SECONDS} s | ${results.throughputRequestsPerSecond} requests/s, p50 ${results.throughputP50Ms} ms | | | ${load()} |`,
   );
   writeResults('libraries-worker', results);
   agent.destroy();
