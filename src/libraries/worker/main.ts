@@ -201,4 +201,13 @@ server.listen(port, host, () => {
   }
   console.log(`library worker listening on ${endpoint}`);
 });
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => server.close(() => process.exit(0)));
+/** How long a stopping worker lets the requests under way finish. */
+const STOP_GRACE_MS = 5000;
+// Stopping: no new request (close also ends the hub's idle kept-alive connections), requests under
+// way given a moment, not the length of a long query, then the process ends.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    server.close(() => process.exit(0));
+    setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
+  });
+}

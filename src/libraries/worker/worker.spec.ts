@@ -1,4 +1,5 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { Agent, get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -644,6 +645,27 @@ describe('postgres', () => {
     ).toEqual([[1], [3]]);
     expect((await body(await postgres.request('/records', { name: 'vips' }))).values).toEqual([[1, 'Acme']]);
     expect((await postgres.request('/datasets/nope')).status).toBe(404);
+  });
+});
+
+describe('stopping', () => {
+  it('ends promptly on SIGTERM though the hub keeps a connection alive', async () => {
+    const program = new ShippedPrograms({ sharedDir: join(root, 'shared') } as HubConfig).libraryWorker();
+    const worker = await startLibraryWorker(program, { HUB_LIBRARY_ENGINE: 'csv', HUB_LIBRARY_PATH: join(root, 'csv') });
+    workers.push(worker);
+    const agent = new Agent({ keepAlive: true });
+    await new Promise<void>((resolve, reject) =>
+      httpGet(`${worker.url}/health`, { agent, headers: { 'x-hub-service-secret': 'worker-secret' } }, (response) => {
+        response.resume();
+        response.on('end', resolve);
+      }).on('error', reject),
+    );
+    const began = Date.now();
+    const exited = new Promise<number | null>((resolve) => worker.child.on('exit', (code) => resolve(code)));
+    worker.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(Date.now() - began).toBeLessThan(2000);
+    agent.destroy();
   });
 });
 
