@@ -134,7 +134,8 @@ function defaultLength(type: DatasetField['type'], longest: number | null): numb
 export class Library {
   private members?: { readonly key: string; readonly list: readonly (Member | FileMember)[] };
   private readonly datasets = new Map<string, { readonly key: string; readonly dataset: Promise<Dataset> }>();
-  private sasTables = 0;
+  /** Each SAS7BDAT member's DuckDB table: a changed file replaces it in place, so old versions do not pile up in memory. */
+  private readonly sasTables = new Map<string, string>();
   private readonly serial = new Serial();
 
   constructor(
@@ -235,7 +236,8 @@ export class Library {
       const info = await stat(member.file);
       extra = { created: new Date(info.birthtimeMs || info.ctimeMs).toISOString(), lastModified: info.mtime.toISOString() };
       if (this.engine === 'sas7bdat') {
-        const table = `sas_${++this.sasTables}`;
+        const table = this.sasTables.get(member.name) ?? `sas_${this.sasTables.size + 1}`;
+        this.sasTables.set(member.name, table);
         const loaded = await loadSas7bdat(this.connection, member.file, table);
         source = identifier(table);
         declared = loaded.columns;

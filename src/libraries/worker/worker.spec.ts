@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { Agent, get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -327,6 +327,32 @@ describe('metadata', () => {
       { name: 'score', type: 'number', label: '', length: 8, format: 'COMMA8.2' },
       { name: 'born', type: 'date', label: expect.any(String), length: 8, format: 'DATE9.' },
     ]);
+  });
+});
+
+describe('caching', () => {
+  it('reads a member again when its file changes, and sees members come and go', async () => {
+    const file = join(root, 'csv', 'fresh.csv');
+    writeFileSync(file, 'n\n1\n');
+    expect(await body(await csv.request('/members'))).toContainEqual({ name: 'fresh', type: 'DATA' });
+    expect((await body(await csv.request('/datasets/fresh'))).nobs).toBe(1);
+    writeFileSync(file, 'n,s\n1,a\n2,b\n3,c\n');
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    const metadata = await body<{ nobs: number; fields: { name: string }[] }>(await csv.request('/datasets/fresh'));
+    expect([metadata.nobs, metadata.fields.map((f) => f.name)]).toEqual([3, ['n', 's']]);
+    expect((await body(await csv.request('/records', { name: 'fresh', filter: "s = 'c'" }))).values).toEqual([[3, 'c']]);
+    rmSync(file);
+    expect(await body(await csv.request('/members'))).not.toContainEqual({ name: 'fresh', type: 'DATA' });
+    expect((await csv.request('/datasets/fresh')).status).toBe(404);
+  });
+
+  it('replaces a SAS7BDAT member’s table when its file changes', async () => {
+    const file = join(root, 'sas7bdat', 'class.sas7bdat');
+    expect((await body(await sas.request('/datasets/class'))).nobs).toBe(6);
+    copyFileSync(SAS_FIXTURE, file);
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    expect((await body(await sas.request('/datasets/class'))).nobs).toBe(6);
+    expect((await body<{ values: unknown[] }>(await sas.request('/records', { name: 'class' }))).values).toHaveLength(6);
   });
 });
 
