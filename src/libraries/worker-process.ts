@@ -24,6 +24,10 @@ export function startLibraryWorker(program: PlacedProgram, env: Record<string, s
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(run ?? {}),
   });
+  // Whatever happens to the spec or the benchmark, the worker does not outlive it.
+  const kill = () => child.exitCode === null && child.kill('SIGKILL');
+  process.once('exit', kill);
+  child.once('exit', () => process.removeListener('exit', kill));
   return new Promise((resolve, reject) => {
     let output = '';
     const marker = 'listening on 127.0.0.1:';

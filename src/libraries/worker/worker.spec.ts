@@ -151,7 +151,8 @@ beforeAll(async () => {
     workers.push(worker);
     return worker;
   };
-  [csv, parquet, json, duck, sas, postgres] = await Promise.all([
+  // All settled before any failure is thrown, so that afterAll stops every worker that did start.
+  const started = await Promise.allSettled([
     start('csv', csvDir),
     start('parquet', parquetDir),
     start('json', jsonDir),
@@ -159,6 +160,9 @@ beforeAll(async () => {
     start('sas7bdat', sasDir),
     start('postgres', '', { authDomainId: 'ignored-here' }),
   ]);
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  [csv, parquet, json, duck, sas, postgres] = started.map((result) => (result as PromiseFulfilledResult<StartedWorker>).value);
 }, 120_000);
 
 afterAll(async () => {
