@@ -67,9 +67,10 @@ const LARGE_TABLE = 100_000;
 
 /**
  * A snapshot file with each plan reduced to how it reads the large tables: each run of plan lines
- * becomes one line listing the large tables' indexes it uses and the large tables it scans whole.
+ * becomes one line listing the large tables' indexes it uses (with `byTable`, only which large
+ * tables it reads through an index) and the large tables it scans whole.
  */
-function planShapes(text: string, indexTable: Map<string, string>, largeTables: Set<string>): string {
+function planShapes(text: string, indexTable: Map<string, string>, largeTables: Set<string>, byTable = false): string {
   const out: string[] = [];
   let reads: Set<string> | undefined;
   const flush = () => {
@@ -85,7 +86,10 @@ function planShapes(text: string, indexTable: Map<string, string>, largeTables: 
     reads ??= new Set();
     const scanned = /Seq Scan on "?([a-z0-9_]+)/i.exec(line)?.[1];
     if (scanned && largeTables.has(scanned)) reads.add(`seq scan ${scanned}`);
-    for (const index of indexesIn(line)) if (largeTables.has(indexTable.get(index) ?? '')) reads.add(index);
+    for (const index of indexesIn(line)) {
+      const table = indexTable.get(index) ?? '';
+      if (largeTables.has(table)) reads.add(byTable ? `an index of ${table}` : index);
+    }
   }
   flush();
   return out.join('\n');
@@ -227,6 +231,14 @@ async function main(): Promise<void> {
     if (committed === text) continue;
     if (check && planShapes(committed, indexTable, largeTables) === planShapes(text, indexTable, largeTables)) {
       console.log(`${path}: a plan joins small tables otherwise than committed, reading the large ones alike (npm run queries refreshes it)`);
+      continue;
+    }
+    // Where two indexes of a large table serve a page about equally (a namespace's firings: walk the
+    // time index, or fetch its triggers' firings and sort them), ANALYZE's random sample tips the
+    // planner either way from one seeding to the next. Still read through an index, never whole:
+    // passed with a note, and the declared-index check above still holds each plan to its declarations.
+    if (check && planShapes(committed, indexTable, largeTables, true) === planShapes(text, indexTable, largeTables, true)) {
+      console.log(`${path}: a plan reads a large table through another of its indexes than committed, none of them whole (npm run queries refreshes it)`);
       continue;
     }
     differ += 1;
