@@ -10,7 +10,6 @@ import { InvalidInputError } from '../common/errors/hub-errors.js';
 import { re2js } from '../common/on-first-use.js';
 import { ClusterRepository } from './cluster.repository.js';
 
-
 /** How a service workload says it is ready: a line of its stdout matching `pattern`, or a listener on its port. */
 export type Readiness = { readonly type: 'stdout'; readonly pattern: string } | { readonly type: 'port' };
 
