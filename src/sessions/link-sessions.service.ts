@@ -25,6 +25,8 @@ import { configurationObject, FILES_CONFIGURATION, maxRunSecondsOf, SessionConfi
 const DELETE_BATCH = 500;
 /** The task a session's job runs (ARCHITECTURE.md). */
 const SESSION_TASK = 'session';
+/** The variables a session process learns its endpoint from (docs/sessions.md). */
+const SESSION_ENDPOINT_VARIABLES = { host: 'HUB_SESSION_HOST', port: 'HUB_SESSION_PORT' };
 /** CPUs a session's job reserves (ClusterService.run reserves one for every workload today). */
 const RESERVED_CPUS = 1;
 
@@ -116,6 +118,8 @@ export class LinkSessionsService {
         `Session configuration '${name}' lives ${configuration.maxLifetimeSeconds} s, above execution profile '${profile.name}''s maxRunSeconds (${maxRun})`,
       );
     const endpoint = await this.endpoints.allocate();
+    // Told where to listen: the hub's port on the local driver, the one its launch picks on a Slurm node.
+    const launch = this.endpoints.launch(endpoint, this.configurations.launchOf(configuration), SESSION_ENDPOINT_VARIABLES);
     const id = randomUUID();
     const now = this.clock.now();
     const job = await this.cluster.run({
@@ -126,10 +130,11 @@ export class LinkSessionsService {
       owner: { id: caller.userId, name: caller.userName },
       task: {
         name: SESSION_TASK,
-        ...this.configurations.launchOf(configuration),
+        command: launch.command,
+        args: launch.args,
         envVars: [
           ...configuration.envVars.filter((variable) => !variable.name.startsWith('HUB_SESSION_')),
-          { name: 'HUB_SESSION_PORT', value: String(endpoint.port) },
+          ...launch.envVars,
           { name: 'HUB_SESSION_ID', value: id },
           { name: 'HUB_SESSION_SECRET', value: endpoint.secret },
         ],

@@ -43,6 +43,12 @@ function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** The origin of a Ready session's server (an IPv6 host in brackets). */
+function upstreamOf(session: SessionRow): string {
+  const host = session.host ?? '';
+  return `http://${host.includes(':') ? `[${host}]` : host}:${session.port}`;
+}
+
 /** The headers a forwarded request carries: the client's, less the hub's credentials, with who asked and the session's secret. */
 function forwardedHeaders(request: FastifyRequest, session: SessionRow, headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const forwarded: IncomingHttpHeaders = { ...headers };
@@ -95,7 +101,7 @@ export class SessionProxy implements OnModuleInit {
         );
       },
       replyOptions: {
-        getUpstream: (request) => `http://${(request as Targeted)[TARGET]?.host}:${(request as Targeted)[TARGET]?.port}`,
+        getUpstream: (request) => upstreamOf((request as Targeted)[TARGET] as SessionRow),
         rewriteRequestHeaders: (request, headers) => forwardedHeaders(request as FastifyRequest, (request as Targeted)[TARGET] as SessionRow, headers),
       },
       // The library's types leave out what it calls to make the upstream handshake's headers.
