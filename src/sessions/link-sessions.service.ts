@@ -17,6 +17,7 @@ import { parseListQuery, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import type { DeletedSessionsDto, HeartbeatDto, LinkSessionDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
 import { SESSION_LIST_QUERY } from './list-queries.js';
+import { SessionHeartbeats } from './session-heartbeats.js';
 import { LinkSessionsRepository, type SessionRow } from './link-sessions.repository.js';
 import { ending, isLive, SessionEngine, SESSION_KEY_PREFIX } from './session-engine.js';
 import { configurationObject, FILES_CONFIGURATION, maxRunSecondsOf, SessionConfigurationsService } from './session-configurations.service.js';
@@ -79,6 +80,7 @@ export class LinkSessionsService {
     private readonly sessions: LinkSessionsRepository,
     private readonly configurations: SessionConfigurationsService,
     private readonly engine: SessionEngine,
+    private readonly heartbeats: SessionHeartbeats,
     private readonly cluster: ClusterService,
     private readonly endpoints: ServiceEndpoints,
     private readonly namespaces: NamespacesService,
@@ -233,8 +235,7 @@ export class LinkSessionsService {
   }
 
   async heartbeat(caller: Caller, id: string): Promise<HeartbeatDto> {
-    const now = this.clock.now();
-    const next = await this.sessions.heartbeat(id, caller.userId, now, new Date(now.getTime() + this.config.sessionHeartbeatInterval * 1000));
+    const next = await this.heartbeats.beat(id, caller.userId);
     if (next !== undefined) return { nextExpectedHeartbeat: next };
     // Not taken: another user's session (404), or one that has ended (409).
     const row = await this.own(caller, id);
