@@ -19,7 +19,17 @@ export const SESSION_TOKEN_HEADER = 'x-session-token';
 
 /** What the proxy resolved for a request it forwards. */
 const TARGET = Symbol('sessionTarget');
-type Targeted = FastifyRequest & { [TARGET]?: SessionRow };
+/** Set once the session's own reply has come: what the reply then carries is the session's, not the hub's. */
+const FORWARDED = Symbol('forwardedFromSession');
+type Targeted = FastifyRequest & { [TARGET]?: SessionRow; [FORWARDED]?: true };
+
+/**
+ * Whether the reply to `request` is a session's own, forwarded by the proxy, rather than the hub's
+ * (a refusal, or a failed upstream): the reply check (fuzz/reply-contract.ts) checks only the hub's.
+ */
+export function forwardedFromSession(request: FastifyRequest): boolean {
+  return (request as Targeted)[FORWARDED] === true;
+}
 
 /** Headers the hub sets (replacing any a client sent) or removes before forwarding (api-map §8). */
 const STRIPPED = [
@@ -103,6 +113,10 @@ export class SessionProxy implements OnModuleInit {
       replyOptions: {
         getUpstream: (request) => upstreamOf((request as Targeted)[TARGET] as SessionRow),
         rewriteRequestHeaders: (request, headers) => forwardedHeaders(request as FastifyRequest, (request as Targeted)[TARGET] as SessionRow, headers),
+        onResponse: (request, reply, response) => {
+          (request as Targeted)[FORWARDED] = true;
+          void reply.send(response.stream);
+        },
       },
       // The library's types leave out what it calls to make the upstream handshake's headers.
       wsClientOptions: {
