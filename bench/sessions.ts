@@ -13,7 +13,8 @@
 // - proxy throughput: a 100 MiB file downloaded through the proxy, from the session directly (with
 //   its secret) and through a bare Node TCP relay in its own process (the practical limit of any
 //   user-space proxy on a small machine): MiB/s of each, the ratios, the hub's RSS before and at its
-//   highest during the proxied downloads.
+//   highest during the proxied downloads; BENCH_PROXY_ROUNDS (5) rounds of the three, the best of
+//   each and the median of the rounds' own ratios (a round's three downloads share its load).
 // Prints the figures and the load average; writes bench/results/sessions-<date>.json.
 // BENCH_SESSION_PARTS (starts,heartbeats,proxy: all by default) picks the parts; BENCH_HUB runs
 // another build's hub (a baseline's dist/src/main.js) and BENCH_HUB_NODE_ARGS gives its Node
@@ -26,7 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort, rssMiB, startNode, stop } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, nowMs, percentileOf as p, round, sleep, writeResults } from './support.js';
+import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, nowMs, percentile, percentileOf as p, round, sleep, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_sessions';
 const STARTS = Number(process.env.BENCH_SESSION_STARTS ?? 50);
@@ -35,7 +36,8 @@ const HEARTBEAT_SECONDS = 10;
 /** Seconds of heartbeats at the same rate before the measured ten, not counted: the hub's cold path (its JIT) is not what is measured. */
 const HEARTBEAT_WARMUP_SECONDS = Number(process.env.BENCH_HEARTBEAT_WARMUP_SECONDS ?? 2);
 const FILE_MIB = Number(process.env.BENCH_PROXY_MIB ?? 100);
-const DOWNLOADS = 3;
+/** Rounds of the three downloads, one after another in each: the machine's load drifts, so each round's ratio is taken within it. */
+const DOWNLOADS = Number(process.env.BENCH_PROXY_ROUNDS ?? 5);
 const PARTS = new Set((process.env.BENCH_SESSION_PARTS ?? 'starts,heartbeats,proxy').split(','));
 const HUB_SCRIPT = process.env.BENCH_HUB ?? HUB;
 
@@ -212,6 +214,7 @@ async function main(): Promise<void> {
     }
     clearInterval(sampler);
     const best = (values: number[]) => Math.max(...values);
+    const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5);
 
     const results = {
       date: new Date().toISOString(),
@@ -235,6 +238,9 @@ async function main(): Promise<void> {
         relayMiBps: round(best(relayed)),
         proxyToRelay: round(best(proxied) / best(relayed), 2),
         proxyToDirect: round(best(proxied) / best(direct), 2),
+        rounds: proxied.length,
+        medianRoundProxyToRelay: round(median(proxied.map((value, i) => value / relayed[i])), 2),
+        medianRoundProxyToDirect: round(median(proxied.map((value, i) => value / direct[i])), 2),
         hubRssBeforeMiB: rssBefore,
         hubRssHighestMiB: rssHighest,
       },

@@ -102,7 +102,7 @@ function recordRoutes(fastify: FastifyInstance): void {
 async function checkedReply(app: NestFastifyApplication, options: InjectOptions, response: InjectResponse): Promise<InjectResponse> {
   const started = performance.now();
   contract ??= runDocument(app).then((document) => new ReplyContract(document));
-  const request = requests.get(response.raw.res as object);
+  const request = requests.get(response.raw.res);
   const check = (await contract).check({
     method: options.method ?? 'GET',
     route: request?.routeOptions.url,
