@@ -122,6 +122,18 @@ withSlurm('link sessions on a real Slurm cluster', () => {
     expectProblem(await get(`${SESSIONS}/${session.sessionID}/proxy/`, token), 503);
   }, 60_000);
 
+  it('finds a session started before a restart of the hub Ready at the endpoint its launch wrote, and proxies to it', async () => {
+    const started = await start();
+    // Restarted at once: the job is still queued or starting, the new hub probes it from the beginning.
+    await hub.restart();
+    admin = bearer(hub.adminToken);
+    const session = await until(started.sessionID, ['Ready', 'Failed']);
+    expect(session.status).toBe('Ready');
+    const listing = await get(`${SESSIONS}/${session.sessionID}/proxy/`, { 'x-session-token': session.accessToken as string });
+    expect(listing.statusCode).toBe(200);
+    expect((await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${session.sessionID}`, headers: admin })).statusCode).toBe(200);
+  }, 60_000);
+
   it('takes stdout readiness on a node once the launch has said where the session listens', async () => {
     const created = await post(CONFIGURATIONS, {
       name: 'slurm-stdout',
