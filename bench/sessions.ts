@@ -214,7 +214,11 @@ async function main(): Promise<void> {
     }
     clearInterval(sampler);
     const best = (values: number[]) => Math.max(...values);
-    const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 0.5);
+    const median = (values: number[]) =>
+      percentile(
+        [...values].sort((a, b) => a - b),
+        0.5,
+      );
 
     const results = {
       date: new Date().toISOString(),
