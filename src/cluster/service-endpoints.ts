@@ -148,22 +148,37 @@ async function addressesOf(node: Pick<ClusterNode, 'address' | 'hostname'>): Pro
 }
 
 /**
- * The endpoint file's text, read as the job's user cannot trick the hub into: no link followed, no
- * FIFO waited on (O_NONBLOCK), nothing but a small regular file; '' otherwise.
+ * A file the job's user may have replaced (on Slurm its execution's directory and logs are theirs),
+ * opened as they cannot trick the hub into: no link followed, no FIFO waited on (O_NONBLOCK: a
+ * blocked open would hold one of libuv's few threads for good), nothing but a regular file; with
+ * its size. Undefined when it is missing or anything else.
  */
-async function readEndpointFile(path: string): Promise<string> {
+async function openRegularFile(path: string): Promise<{ handle: FileHandle; size: number } | undefined> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     const stats = await handle.stat();
-    if (!stats.isFile() || stats.size > ENDPOINT_FILE_MAX) return '';
+    if (stats.isFile()) return { handle, size: stats.size };
+  } catch {
+    // Missing, a link, or unreadable: nothing to read.
+  }
+  await handle?.close();
+  return undefined;
+}
+
+/** The endpoint file's text, if it is a small regular file (openRegularFile); '' otherwise. */
+async function readEndpointFile(path: string): Promise<string> {
+  const file = await openRegularFile(path);
+  if (!file) return '';
+  try {
+    if (file.size > ENDPOINT_FILE_MAX) return '';
     const buffer = Buffer.alloc(ENDPOINT_FILE_MAX);
-    const { bytesRead } = await handle.read(buffer, 0, ENDPOINT_FILE_MAX, 0);
+    const { bytesRead } = await file.handle.read(buffer, 0, ENDPOINT_FILE_MAX, 0);
     return buffer.subarray(0, bytesRead).toString('utf8');
   } catch {
     return '';
   } finally {
-    await handle?.close();
+    await file.handle.close();
   }
 }
 
@@ -307,8 +322,9 @@ export class ServiceEndpoints {
     let partial = '';
     const buffer = Buffer.alloc(READ_CHUNK);
     return async () => {
-      if (!existsSync(file)) return false;
-      const handle = await open(file, 'r');
+      const opened = await openRegularFile(file);
+      if (!opened) return false;
+      const { handle } = opened;
       try {
         for (;;) {
           const { bytesRead } = await handle.read(buffer, 0, READ_CHUNK, offset);

@@ -150,6 +150,27 @@ withSlurm('link sessions on a real Slurm cluster', () => {
     await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${session.sessionID}`, headers: admin });
   }, 60_000);
 
+  it('is not held up by a job that makes its stdout a FIFO: the probe opens nothing it would wait on', async () => {
+    const created = await post(CONFIGURATIONS, {
+      name: 'slurm-fifo',
+      command: 'sh',
+      // Its logs are the job user's on Slurm: it swaps its stdout file for a FIFO nobody writes to.
+      args: ['-c', 'rm -f ../logs/stdout && mkfifo ../logs/stdout && exec sleep 60'],
+      readiness: { type: 'stdout', pattern: 'never' },
+      startTimeoutSeconds: 5,
+    });
+    expect(created.statusCode).toBe(201);
+    // As many as the cluster runs at once (two nodes of two CPUs), more than the hub's file threads (libuv's four) a blocking open would hold.
+    const sessions = await Promise.all([1, 2, 3, 4].map(() => start({ configuration: 'slurm-fifo' })));
+    for (const session of sessions) {
+      const ended = await until(session.sessionID, ['Ready', 'Failed']);
+      expect([ended.status, ended.events.at(-1)?.details.reason]).toEqual(['Failed', 'startTimeout']);
+    }
+    // The hub's own file work still goes on (a log read, on libuv's threads).
+    const log = await get(`${SESSIONS}/${sessions[0].sessionID}/logs/stderr`);
+    expect(log.statusCode).toBe(200);
+  }, 60_000);
+
   it('never forwards to an endpoint the job wrote that is not on its own node, nor to a privileged port', async () => {
     // A listener that would accept: on 127.0.0.2, an address of this host but not of the node (which is 127.0.0.1).
     const bait: Server = createServer((socket) => socket.end());
