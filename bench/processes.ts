@@ -47,6 +47,13 @@ export async function stop(started: Started): Promise<void> {
   await exited;
 }
 
+/** CPU milliseconds (user and system) a process has used so far (Linux: /proc/<pid>/stat, in ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  // The fields after the command's name, which is in parentheses and may hold spaces.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Resident set size of a process in MiB (Linux). */
 export function rssMiB(pid: number): number {
   const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);

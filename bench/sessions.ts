@@ -26,7 +26,7 @@ import { request as httpRequest, Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { freePort, rssMiB, startNode, stop } from './processes.js';
+import { cpuMs, freePort, rssMiB, startNode, stop } from './processes.js';
 import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, nowMs, percentile, percentileOf as p, round, sleep, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_sessions';
@@ -163,7 +163,9 @@ async function main(): Promise<void> {
     const total = warmup + HEARTBEAT_RATE * HEARTBEAT_SECONDS;
     const began = performance.now();
     let failedBeats = 0;
+    let hubCpuAtWarmupEnd = 0;
     for (let i = 0; PARTS.has('heartbeats') && i < total; i += 1) {
+      if (i === warmup) hubCpuAtWarmupEnd = cpuMs(hub.process.pid as number);
       const due = began + (i * 1000) / HEARTBEAT_RATE;
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
@@ -177,6 +179,8 @@ async function main(): Promise<void> {
     }
     const allBeatMs = await Promise.all(beats);
     const heartbeatSeconds = (performance.now() - began) / 1000;
+    // What each measured heartbeat cost the hub in CPU, whatever it waited for (the reaper's and scheduler's passes included).
+    const hubCpuMsPerBeat = (cpuMs(hub.process.pid as number) - hubCpuAtWarmupEnd) / (total - warmup);
     const warmupMs = allBeatMs.slice(0, warmup);
     const beatMs = allBeatMs.slice(warmup);
 
@@ -234,6 +238,7 @@ async function main(): Promise<void> {
         failed: failedBeats,
         p50Ms: round(p(beatMs, 0.5), 2),
         p99Ms: round(p(beatMs, 0.99), 2),
+        hubCpuMsPerBeat: round(hubCpuMsPerBeat, 3),
       },
       proxy: {
         fileMiB: FILE_MIB,
