@@ -5,12 +5,14 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { connect, createServer, isIP } from 'node:net';
 import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { InvalidInputError } from '../common/errors/hub-errors.js';
+import { re2js } from '../common/on-first-use.js';
 import { ClusterRepository } from './cluster.repository.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
 import { ShippedPrograms } from './shipped-programs.js';
+
 
 /** How a service workload says it is ready: a line of its stdout matching `pattern`, or a listener on its port. */
 export type Readiness = { readonly type: 'stdout'; readonly pattern: string } | { readonly type: 'port' };
@@ -92,7 +94,7 @@ const SOCKET_TABLE = existsSync('/proc/net/tcp');
 /** A compiled stdout pattern (RE2: linear time, whatever the pattern and the line); 400 naming `path` when it is not one. */
 export function compileReadinessPattern(pattern: string, path: string): RE2JS {
   try {
-    return RE2JS.compile(pattern);
+    return re2js().RE2JS.compile(pattern);
   } catch (error) {
     throw InvalidInputError.at(path, `readiness.pattern is not a valid regular expression: ${(error as Error).message}`);
   }
