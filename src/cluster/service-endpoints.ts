@@ -8,6 +8,7 @@ import { Injectable } from '@nestjs/common';
 import type { RE2JS } from 're2js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { InvalidInputError } from '../common/errors/hub-errors.js';
+import { sourceFile } from '../common/source-files.js';
 import { re2js } from '../common/on-first-use.js';
 import { ClusterRepository } from './cluster.repository.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
@@ -51,7 +52,7 @@ export interface ServiceLaunch {
 /** The file of an execution's directory in which its launch writes `host:port` (Slurm). */
 export const ENDPOINT_FILE = 'endpoint';
 /** The launch's own program (src/cluster/programs/service-port.mjs). */
-const SERVICE_PORT_PROGRAM = new URL('programs/service-port.mjs', import.meta.url);
+const SERVICE_PORT_PROGRAM = sourceFile('cluster/programs/service-port.mjs');
 /**
  * The shell line of a launch on a node: the port program's variables, then the service in the same
  * process (`exec`). Its positional parameters: node, the program, the two variable names, the
