@@ -14,7 +14,6 @@ import { ClusterRepository } from './cluster.repository.js';
 import type { ClusterNode } from './entities/cluster-node.entity.js';
 import { ShippedPrograms } from './shipped-programs.js';
 
-
 /** How a service workload says it is ready: a line of its stdout matching `pattern`, or a listener on its port. */
 export type Readiness = { readonly type: 'stdout'; readonly pattern: string } | { readonly type: 'port' };
 
