@@ -15,7 +15,8 @@ import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, pendingTaskState, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
-import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding, type LineOrder } from './fair-share.js';
+import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
+import { heldToPrepareStatement, NOT_HELD, releasedStatement } from './dependent-jobs.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -49,6 +50,24 @@ export interface PendingExecution {
   readonly workloadKey: string | null;
 }
 
+/** A held execution this hub may prepare, on the node its dependency was claimed for (dependent-jobs.ts). */
+export interface HeldExecution extends PendingExecution {
+  readonly heldBy: string;
+  readonly afterNodeId: string;
+}
+
+/** What a placement round reads of held executions (dependent-jobs.ts): how many to prepare at most, and which of this hub's prepared ones to look at. */
+export interface HeldRead {
+  readonly prepare: number;
+  readonly launches: readonly string[];
+}
+
+/** What a placement round read of held executions: those this hub may prepare, and those of its prepared ones whose dependency succeeded. */
+export interface HeldFound {
+  readonly toPrepare: HeldExecution[];
+  readonly released: ReadonlySet<string>;
+}
+
 /** An execution this hub has claimed for a node, with what starting it needs. */
 export interface ClaimedExecution {
   readonly id: string;
@@ -67,6 +86,8 @@ export interface ClaimedExecution {
   readonly ownerId: string | null;
   readonly type: JobType;
   readonly workloadKey: string | null;
+  /** The job it is held on, if any (dependent-jobs.ts): claimed only to be prepared until that job succeeded. */
+  readonly heldBy: string | null;
 }
 
 /** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
@@ -158,8 +179,8 @@ const INSERT_JOB: NamedStatement = {
          INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified, workload_key)
          SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10, $19 FROM a RETURNING id
        ), e AS (
-         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
-         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified, held_by)
+         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10, $20::uuid FROM j RETURNING id
        )
        SELECT pg_notify('hub_changes', $17) FROM e`,
 };
@@ -175,7 +196,7 @@ const TRANSITION_STEPS = `
   e AS (
     UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, prepared = false, modified = now()
     WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
-    RETURNING id, job_id, status, task_state
+    RETURNING id, job_id, status, task_state, exit_code
   ), s AS (
     SELECT x.job_id,
            CASE WHEN bool_and(CASE WHEN x.id = e.id THEN e.status ELSE x.status END IN ('completed', 'failed', 'lost')) THEN 'dead'
@@ -209,14 +230,17 @@ const TRANSITION: NamedStatement = {
 /**
  * A transition of an execution this hub follows to its end ($7 running, or pending when its start
  * is written with its end; $8 the hub), which hands its CPUs to one the hub prepared ($9) in the
- * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts): see
+ * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts) and it is
+ * held on nothing but the job of the one that ends, which ends well (dependent-jobs.ts): see
  * ClusterRepository.endAndHandOver.
  */
 const END_AND_HAND_OVER: NamedStatement = {
   name: 'cluster-end-and-hand-over',
   text: `WITH ${TRANSITION_STEPS}, ${announcing(11)}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
-    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e) AND cluster_may_take_slot($9, $1, $10::integer)
+    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
+      AND (held_by IS NULL OR held_by IN (SELECT job_id FROM e WHERE e.status = 'completed' AND e.exit_code = 0))
+      AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )
   SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed, (SELECT count(*) FROM n)::int AS announced`,
@@ -226,7 +250,7 @@ const END_AND_HAND_OVER: NamedStatement = {
 const HAND_OVER: NamedStatement = {
   name: 'cluster-hand-over',
   text: `UPDATE job_executions SET prepared = false, modified = now()
-         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
+         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared AND held_by IS NULL
            AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)
            AND cluster_may_take_slot($3, $2, $4::integer)`,
 };
@@ -365,7 +389,14 @@ export class ClusterRepository {
    */
   async insertJob(
     job: NewJob,
-    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string; events?: readonly TaskEvent[] },
+    execution: {
+      reservedCpu: number;
+      reservedMemory: number;
+      executionDirOf: (id: string) => string;
+      events?: readonly TaskEvent[];
+      /** The job it is held on (dependent-jobs.ts). */
+      heldBy?: string;
+    },
     maxActive: number,
     notice: string,
   ): Promise<ClusterJob> {
@@ -393,6 +424,7 @@ export class ClusterRepository {
       notice,
       maxActive,
       job.workloadKey,
+      execution.heldBy ?? null,
     ]);
     if (inserted.rowCount === 0) throw overQuota(maxActive);
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
@@ -519,7 +551,8 @@ export class ClusterRepository {
     exclusive: boolean,
     limit: number,
     line: LineOrder,
-    decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined) => Placement,
+    held: HeldRead,
+    decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined, held: HeldFound) => Placement,
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted
     // by the driver) so that several statements go at once: every job takes this path.
@@ -538,6 +571,9 @@ export class ClusterRepository {
           ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
           : []),
         ...(line.lockOwners ? [lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`)] : []),
+        // Before what is read from the end of the results.
+        ...(held.prepare > 0 ? [heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds))] : []),
+        ...(held.launches.length > 0 ? [releasedStatement(ids(held.launches))] : []),
         `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
          FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
@@ -548,7 +584,14 @@ export class ClusterRepository {
       const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];
       const nodes = read.at(line.fair ? -3 : -2)?.rows as NodeRoom[];
       const pending = read.at(-1)?.rows as PendingExecution[];
-      const { claims, notes, notices } = decide(pending, nodes, holdings, locked);
+      // Just before the nodes: the held ones to prepare, then those released.
+      const nodesAt = read.length - (line.fair ? 3 : 2);
+      const releasedAt = held.launches.length > 0 ? nodesAt - 1 : nodesAt;
+      const found: HeldFound = {
+        toPrepare: held.prepare > 0 ? (read[releasedAt - 1].rows as HeldExecution[]) : [],
+        released: new Set(held.launches.length > 0 ? (read[releasedAt].rows as { id: string }[]).map((row) => row.id) : []),
+      };
+      const { claims, notes, notices } = decide(pending, nodes, holdings, locked, found);
       const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
       const written = await batch([
         ...(notes.length > 0
@@ -570,10 +613,10 @@ export class ClusterRepository {
                            ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[])
                       AS c(id, node_id, prepared, event), cluster_jobs j
                WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
-                 AND ${OWNER_ACTIVE}
+                 AND ${OWNER_ACTIVE} AND (c.prepared OR ${NOT_HELD})
                RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
                          e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
-                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey"`,
+                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey", e.held_by AS "heldBy"`,
             ]
           : []),
         'COMMIT',

@@ -22,6 +22,7 @@ import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { Attempts } from './attempts.js';
+import { heldEvent } from './dependent-jobs.js';
 import { ClusterRepository, WORKLOAD_KEY_INDEX } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits, type JobIdentity } from './drivers/cluster-driver.js';
@@ -68,6 +69,13 @@ export interface Workload {
    * it once (the database decides).
    */
   readonly key?: string;
+  /**
+   * A job of the same owner this one depends on (docs/cluster.md "Dependent jobs"; Slurm's
+   * afterok): held, pending, until an execution of that job completes with exit code 0; ended,
+   * never run, when that job ends otherwise. 400 when there is no such job of the owner's, 409 when
+   * it has ended without success already.
+   */
+  readonly dependsOn?: string;
 }
 
 /** A workload key's longest: every announcement of its job's executions carries it, and NOTIFY payloads are short. */
@@ -229,6 +237,8 @@ export class ClusterService {
     );
     if (overriding.length > 0) throw invalidBody(overriding);
     const { identity, event: identityEvent } = await this.identities.of(owner);
+    const dependsOn = workload.dependsOn;
+    const held = dependsOn !== undefined && (await this.scheduler.dependencyOf(dependsOn, owner.id)) === 'held';
     let job: ClusterJob;
     try {
       job = await this.cluster.insertJob(
@@ -256,6 +266,7 @@ export class ClusterService {
             executionProfile: profile.name,
             owner: owner.name,
             ownerId: owner.id,
+            ...(dependsOn !== undefined && { dependsOn }),
           },
           workloadKey: key ?? null,
         },
@@ -263,7 +274,8 @@ export class ClusterService {
           reservedCpu: 1,
           reservedMemory: 0,
           executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
-          ...(identityEvent && { events: [identityEvent] }),
+          events: [...(identityEvent ? [identityEvent] : []), ...(held ? [heldEvent(dependsOn)] : [])],
+          ...(held && { heldBy: dependsOn }),
         },
         this.config.maxActiveJobsPerUser,
         this.scheduler.queueNotice(),
@@ -279,6 +291,15 @@ export class ClusterService {
     // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
     return toJobResponse(job);
+  }
+
+  /**
+   * Whether a job run with `dependsOn` is prepared while its dependency runs and started the moment
+   * it succeeds (the local driver); where it is not (a queueing cluster), a held job is given to
+   * the cluster only once its dependency succeeded, which gains an area nothing over running it then.
+   */
+  get preparesDependents(): boolean {
+    return this.scheduler.preparesDependents;
   }
 
   /** The job a workload was run under `key` (see Workload.key), if any. */
