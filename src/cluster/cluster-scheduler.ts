@@ -685,7 +685,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (this.stopped) return;
     const launches = this.prepared.get(slot.nodeId) ?? [];
     // One held on this execution's job goes first when it ended well (told by the driver, so the statement that records it checks it); else the first not held.
-    const succeeded = ended?.state === 'completed' && ended.exitCode === 0;
+    const succeeded = ended?.state === 'completed' && ended.exitCode === 0 && !ended.limit;
     const dependent = succeeded ? launches.find((launch) => launch.after === slot.execution.jobId) : undefined;
     const first = slot.handedOver || this.startsHeld !== undefined ? undefined : (dependent ?? launches.find((launch) => !launch.after));
     const next = first && first.execution.reservedCpu <= slot.cpu ? launches.splice(launches.indexOf(first), 1)[0] : undefined;

@@ -16,7 +16,7 @@ import { JobExecution, pendingTaskState, type ExecutionStatus, type TaskEvent, t
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
-import { heldToPrepareStatement, NOT_HELD, releasedStatement } from './dependent-jobs.js';
+import { ENDED_WELL_IN_E, heldToPrepareStatement, NOT_HELD, releasedStatement } from './dependent-jobs.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -239,7 +239,7 @@ const END_AND_HAND_OVER: NamedStatement = {
   text: `WITH ${TRANSITION_STEPS}, ${announcing(11)}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
     WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
-      AND (held_by IS NULL OR held_by IN (SELECT job_id FROM e WHERE e.status = 'completed' AND e.exit_code = 0))
+      AND (held_by IS NULL OR held_by IN (${ENDED_WELL_IN_E}))
       AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )

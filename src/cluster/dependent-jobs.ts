@@ -24,9 +24,14 @@ import type { ExecutionAnnouncements, ExecutionChange } from './execution-announ
 import type { StoppableIn } from './execution-stops.js';
 import type { TaskEvent } from './entities/job-execution.entity.js';
 
-/** Whether an execution of job `job` completed with exit code 0: what releases those held on it. */
-const succeeded = (job: string) =>
-  `EXISTS (SELECT 1 FROM job_executions dep WHERE dep.job_id = ${job} AND dep.status = 'completed' AND dep.exit_code = 0)`;
+/** Whether execution `x` ended well: completed, exit code 0, its task ended by its own exit (not past a limit). */
+const endedWell = (x: string) => `${x}.status = 'completed' AND ${x}.exit_code = 0 AND ${x}.task_state->'events'->-1->>'type' = 'Terminated'`;
+
+/** Whether an execution of job `job` ended well: what releases those held on it. */
+const succeeded = (job: string) => `EXISTS (SELECT 1 FROM job_executions dep WHERE dep.job_id = ${job} AND ${endedWell('dep')})`;
+
+/** Of the executions a statement's CTE `e` ended, the jobs of those that ended well (END_AND_HAND_OVER hands their CPUs to one held on them). */
+export const ENDED_WELL_IN_E = `SELECT e.job_id FROM e WHERE ${endedWell('e')}`;
 
 /** Whether execution `e` may be placed as far as its dependency goes: it has none, or it succeeded. */
 export const NOT_HELD = `(e.held_by IS NULL OR ${succeeded('e.held_by')})`;
@@ -93,7 +98,7 @@ export class DependentJobs {
   listen(): void {
     this.unsubscribe = this.announcements.subscribe((change) => {
       if (change === 'reconnected' || change.kind !== 'ended') return;
-      if (change.status === 'completed' && change.exitCode === 0) this.succeededJob(change.jobId);
+      if (change.status === 'completed' && change.exitCode === 0 && change.eventType === 'Terminated') this.succeededJob(change.jobId);
       else void this.endHeldOn(change);
     });
   }
