@@ -534,9 +534,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         const spec = specs.get(name) as RunNodeSpec;
         node.attempt = 1;
         const tag: Record<string, string> = attemptsOf(spec).retries > 0 ? { attempt: '1' } : {};
-        // A job held for it may have started already (its predecessor's end released it): its events stay in order.
-        const startedAt = node.jobId ? latest.get(node.jobId)?.startedAt : undefined;
-        node.events.push(event('Queued', tag, startedAt && startedAt < now.toISOString() ? startedAt : undefined));
+        // A job held for it was released by its predecessor's end, and may have started since (its start is recorded later): queued then, so that its events stay in order.
+        const releasedAt = node.jobId ? graph.predecessorsOf(name).map((predecessor) => byName.get(predecessor)?.finishedAt)[0] : undefined;
+        node.events.push(event('Queued', tag, releasedAt && releasedAt < now.toISOString() ? releasedAt : undefined));
         changed.add(node);
         submitted = true;
         // Its job, held until now, is its first attempt: it may have started, or ended, already.

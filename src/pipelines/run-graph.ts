@@ -109,6 +109,11 @@ export class RunGraph {
     );
   }
 
+  /** The nodes that lead to `name` by any connection. */
+  predecessorsOf(name: string): readonly string[] {
+    return this.predecessors.get(name) ?? [];
+  }
+
   /** Whether a node failed without a connection that handles it: the run then fails. */
   failsRun(node: GraphNode): boolean {
     return node.state === 'Failed' && !handled(this.specs.get(node.name) ?? {});
