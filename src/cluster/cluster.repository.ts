@@ -186,6 +186,51 @@ const INSERT_JOB: NamedStatement = {
 };
 
 /**
+ * Jobs of one owner ($2) and their first executions, pending, in one statement (see
+ * ClusterRepository.insertJobs): those whose workload key names no job yet, in order, as many as
+ * the owner's count of active jobs has room for ($3; 0: no limit), counted under its row lock;
+ * announced at its commit ($4) when any was inserted. Answers each job's id, and whether it was
+ * inserted, refused for the quota, or already named by its key.
+ */
+const INSERT_JOBS: NamedStatement = {
+  name: 'cluster-insert-jobs',
+  text: `WITH input AS (
+         SELECT r.*, k.id AS existing FROM jsonb_to_recordset($1::jsonb) AS r(ord int, job_id uuid, execution_id uuid, name text, type text, priority int,
+                  namespace_id uuid, execution_profile_id uuid, task jsonb, properties jsonb, workload_key text, task_name text, task_state jsonb,
+                  reserved_cpu int, reserved_memory int, execution_dir text)
+         LEFT JOIN cluster_jobs k ON k.workload_key = r.workload_key
+       ), fresh AS (
+         SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM input i WHERE i.existing IS NULL
+       ), a AS (
+         UPDATE cluster_active_jobs c SET active = c.active + g.granted
+         FROM (SELECT CASE WHEN $3::integer <= 0 THEN f.n ELSE least(f.n, greatest($3 - x.active, 0)) END AS granted
+               FROM (SELECT active FROM cluster_active_jobs WHERE owner_id = $2 FOR UPDATE) AS x, (SELECT count(*)::int AS n FROM fresh) AS f) AS g
+         WHERE c.owner_id = $2
+         RETURNING g.granted
+       ), j AS (
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified, workload_key)
+         SELECT f.job_id, f.name, 'pending', f.type, f.priority, f.namespace_id, f.execution_profile_id, $2, f.task, f.properties, $5, NULL, $5, $5, f.workload_key
+         FROM fresh f, a WHERE f.n <= a.granted RETURNING id
+       ), e AS (
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+         SELECT f.execution_id, j.id, 'pending', f.task_name, f.task_state, f.reserved_cpu, f.reserved_memory, f.execution_dir, f.priority, $5, $5
+         FROM fresh f JOIN j ON j.id = f.job_id RETURNING id
+       ), n AS (
+         SELECT pg_notify('hub_changes', $4) WHERE EXISTS (SELECT 1 FROM e)
+       )
+       SELECT i.ord, coalesce(i.existing, i.job_id) AS "jobId",
+              CASE WHEN i.existing IS NOT NULL THEN 'existing' WHEN i.job_id IN (SELECT id FROM j) THEN 'inserted' ELSE 'overQuota' END AS outcome,
+              (SELECT count(*) FROM n)::int AS announced
+       FROM input i ORDER BY i.ord`,
+};
+
+/** What became of one job of a batch (ClusterRepository.insertJobs). */
+export interface BatchInserted {
+  readonly jobId: string;
+  readonly outcome: 'inserted' | 'existing' | 'overQuota';
+}
+
+/**
  * One execution's transition and its job's status, in one statement (so one short transaction):
  * the execution is written only if it is still as its writer saw it (`$7`, and this hub's when `$8`
  * is given); the job is dead once all its executions have ended (when the last one did), running
@@ -428,6 +473,55 @@ export class ClusterRepository {
     ]);
     if (inserted.rowCount === 0) throw overQuota(maxActive);
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
+  }
+
+  /**
+   * Jobs of one owner and their first executions, pending, in two statements whatever their
+   * number (see INSERT_JOBS): the owner's count is made to exist first, so that the second counts
+   * under its row lock. Each job's outcome in order: inserted, refused for the owner's quota (as
+   * many as do not fit, the last ones), or not inserted as its workload key names a job already
+   * (that job's id). A job whose key another submission inserts meanwhile fails the whole batch
+   * (a unique violation), which the caller then submits one by one.
+   */
+  async insertJobs(
+    ownerId: string,
+    jobs: readonly NewJob[],
+    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string; events?: readonly TaskEvent[] },
+    maxActive: number,
+    notice: string,
+  ): Promise<BatchInserted[]> {
+    const submitTime = new Date();
+    const rows = jobs.map((job, ord) => {
+      if (job.ownerId !== ownerId) throw new Error('A batch of jobs is one owner’s');
+      const executionId = randomUUID();
+      return {
+        ord,
+        job_id: randomUUID(),
+        execution_id: executionId,
+        name: job.name,
+        type: job.type,
+        priority: job.priority,
+        namespace_id: job.namespaceId,
+        execution_profile_id: job.executionProfileId,
+        task: job.task,
+        properties: job.properties,
+        workload_key: job.workloadKey,
+        task_name: job.task.name,
+        task_state: pendingTaskState([taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])]),
+        reserved_cpu: execution.reservedCpu,
+        reserved_memory: execution.reservedMemory,
+        execution_dir: execution.executionDirOf(executionId),
+      };
+    });
+    await this.dataSource.query(`INSERT INTO cluster_active_jobs (owner_id, active) VALUES ($1, 0) ON CONFLICT (owner_id) DO NOTHING`, [ownerId]);
+    const result = await runNamed<{ ord: number; jobId: string; outcome: BatchInserted['outcome'] }>(this.dataSource, INSERT_JOBS, [
+      JSON.stringify(rows),
+      ownerId,
+      maxActive,
+      notice,
+      submitTime,
+    ]);
+    return result.rows.map(({ jobId, outcome }) => ({ jobId, outcome }));
   }
 
   /** A page of jobs with what list items show (not their task): see JOB_LIST_COLUMNS and JOB_LIST_EXTRA. */

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
-import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
+import { ClusterService, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
 import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
@@ -659,15 +659,14 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const overQuota: { node: NodeRow; message: string }[] = [];
     const submitted: { node: NodeRow; jobId: string }[] = [];
     let full: string | undefined;
-    /** Asks for one node's attempt; whether the cluster took it. */
-    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }): Promise<boolean> => {
+    /** Asks for a node's next attempt (a retry); whether the cluster took it. */
+    const ask = async ({ node }: { node: NodeRow }): Promise<boolean> => {
       if (full !== undefined) {
         overQuota.push({ node, message: full });
         return false;
       }
       try {
-        if (retry) await this.cluster.retry(node.jobId as string, node.attempt);
-        else submitted.push({ node, jobId: await this.submitNode(run, node, profile) });
+        await this.cluster.retry(node.jobId as string, node.attempt);
         return true;
       } catch (error) {
         if (error instanceof TooManyRequestsError) {
@@ -677,14 +676,42 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         return false;
       }
     };
-    for (let next = 0; next < asks.length; next += ASKS_AT_ONCE) await Promise.all(asks.slice(next, next + ASKS_AT_ONCE).map(ask));
+    /** Asks for new jobs in one batch (two statements however many: the quota takes as many as fit, the first ones); how many the cluster took. */
+    const askMany = async (nodes: readonly NodeRow[]): Promise<number> => {
+      if (nodes.length === 0) return 0;
+      if (full !== undefined) {
+        for (const node of nodes) overQuota.push({ node, message: full });
+        return 0;
+      }
+      if (!profile) {
+        for (const node of nodes) failures.push({ node, message: `Execution profile ${run.executionProfileId} no longer exists` });
+        return 0;
+      }
+      const ran = await this.cluster.runMany(nodes.map((node) => this.workloadOf(run, node, profile)));
+      let taken = 0;
+      ran.forEach((result, index) => {
+        const node = nodes[index];
+        if ('jobId' in result) {
+          submitted.push({ node, jobId: result.jobId });
+          taken += 1;
+        } else if (result.refused instanceof TooManyRequestsError) {
+          full = result.refused.message;
+          overQuota.push({ node, message: full });
+        } else failures.push({ node, message: result.refused.message });
+      });
+      return taken;
+    };
+    await askMany(asks.filter(({ retry }) => !retry).map(({ node }) => node));
+    const retries = asks.filter(({ retry }) => retry);
+    for (let next = 0; next < retries.length; next += ASKS_AT_ONCE) await Promise.all(retries.slice(next, next + ASKS_AT_ONCE).map(ask));
     // Those the quota held back, one at a time, as many as the room heard of (each of the owner's
     // jobs that ended makes room for one; every ask past it is a refused insert contending for the
     // owner's count), one at the least: what is submitted ends too, so nothing waits for good.
     if (waiting.length > 0) {
       const room = Math.max(1, this.roomHeard.get(run.ownerId) ?? 0);
-      let taken = 0;
-      for (const asked of waiting.slice(0, Math.min(waiting.length, room))) if (await ask(asked)) taken += 1;
+      const asked = waiting.slice(0, Math.min(waiting.length, room));
+      let taken = await askMany(asked.filter(({ retry }) => !retry).map(({ node }) => node));
+      for (const one of asked.filter(({ retry }) => retry)) if (await ask(one)) taken += 1;
       this.roomHeard.set(run.ownerId, full === undefined ? room - taken : 0);
     }
     if (submitted.length > 0) await this.recordJobs(run.id, submitted);
@@ -787,9 +814,14 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** A node's first attempt: its job, under the workload key that makes asking twice harmless; held on job `after` when given (see holdAhead). */
   private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null, after?: string): Promise<string> {
     if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
+    return (await this.cluster.run(this.workloadOf(run, node, profile, after))).id;
+  }
+
+  /** What a node's job runs, and as whom. */
+  private workloadOf(run: RunRow, node: NodeRow, profile: ExecutionProfileDto, after?: string): Workload {
     const spec = this.planOf(run).specs.get(node.name) as RunNodeSpec;
     const { command, args } = nodeCommand(spec);
-    const job = await this.cluster.run({
+    return {
       name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
       type: 'batch',
       namespace: { id: run.namespaceId, name: run.namespaceName },
@@ -804,8 +836,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       },
       properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
       ...(after !== undefined && { dependsOn: after }),
-    });
-    return job.id;
+    };
   }
 
   /**
