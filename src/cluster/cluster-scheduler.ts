@@ -416,11 +416,19 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       launches: [...this.prepared.values()].flatMap((launches) => launches.flatMap((launch) => (launch.after ? [launch.execution.id] : []))),
     };
     try {
-      claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, line, held, (pending, nodes, holdings, locked, found) => {
-        placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked), found);
-        news = this.announcements.ofPlacement(pending, placement);
-        return { ...placement, notices: news.notices };
-      });
+      claimed = await this.cluster.placeRound(
+        this.hub,
+        [...this.ownNodeIds],
+        !this.driver.queues,
+        PLACE_BATCH,
+        line,
+        held,
+        (pending, nodes, holdings, locked, found) => {
+          placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked), found);
+          news = this.announcements.ofPlacement(pending, placement);
+          return { ...placement, notices: news.notices };
+        },
+      );
       news?.publish();
       this.noteWaiting = false;
     } catch (error) {
@@ -580,7 +588,16 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
     const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
     const fullFor = fair?.soleOwnerOn(nodes, pending, this.prepared);
-    return { claims, notes, excluded, released, displaced, held: heldClaims, moreInLine, ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }) };
+    return {
+      claims,
+      notes,
+      excluded,
+      released,
+      displaced,
+      held: heldClaims,
+      moreInLine,
+      ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }),
+    };
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {

@@ -343,7 +343,12 @@ export class ClusterService {
       inserted = await this.cluster.insertJobs(
         owner.id,
         valid.map(({ workload }) => newJob(workload, identity)),
-        { reservedCpu: 1, reservedMemory: 0, executionDirOf: (executionId) => this.scheduler.executionDir(executionId), ...(identityEvent && { events: [identityEvent] }) },
+        {
+          reservedCpu: 1,
+          reservedMemory: 0,
+          executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
+          ...(identityEvent && { events: [identityEvent] }),
+        },
         this.config.maxActiveJobsPerUser,
         this.scheduler.queueNotice(),
       );

@@ -132,7 +132,10 @@ export class DependentJobs {
          WHERE e.held_by = $1 AND e.status = 'pending' AND e.driver_ref IS NULL`,
         [change.jobId],
       );
-      await this.end(held, `job ${change.jobId} ended ${change.status ?? 'failed'}${change.exitCode !== undefined && change.exitCode !== null ? ` (exit code ${change.exitCode})` : ''}`);
+      await this.end(
+        held,
+        `job ${change.jobId} ended ${change.status ?? 'failed'}${change.exitCode !== undefined && change.exitCode !== null ? ` (exit code ${change.exitCode})` : ''}`,
+      );
     } catch (error) {
       this.logger.error({ err: error, jobId: change.jobId }, 'Could not end the executions held on a job that failed; the sweep will');
     }

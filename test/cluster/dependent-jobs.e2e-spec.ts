@@ -137,7 +137,7 @@ describe('dependent jobs', () => {
       const then = await w.run('true', { dependsOn: first.id });
       await heard.untilKind(first.id, 'started');
       // Both hubs deaf to ends: the failure below is heard by none, as when the hub that recorded it died at once.
-      for (const on of [hub, other]) (on.app.get(ClusterScheduler) as unknown as { dependents: { close(): void } }).dependents.close();
+      for (const on of [hub, other]) on.app.get<unknown, { dependents: { close(): void } }>(ClusterScheduler).dependents.close();
       await w.cluster.stopWorkload(first.id, 'Failing the dependency');
       expect((await executionOf(hub, then.id)).status).toBe('pending');
       // The upkeep, on the other hub, driven by hand: the sweep runs with every fifth tick.

@@ -49,13 +49,24 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
   let profileId: string;
 
   const runOn = async (on: TestHub, nodes: Record<string, unknown>[]): Promise<string> => {
-    const response = await on.inject({ method: 'POST', url: RUNS, headers: bearer(on.adminToken), payload: { spec: { nodes }, executionProfileId: profileId } });
+    const response = await on.inject({
+      method: 'POST',
+      url: RUNS,
+      headers: bearer(on.adminToken),
+      payload: { spec: { nodes }, executionProfileId: profileId },
+    });
     expect([response.statusCode, response.body]).toEqual([201, expect.any(String)]);
     return response.json<{ id: string }>().id;
   };
   const statusOf = async (on: TestHub, id: string) =>
     (await on.inject({ method: 'GET', url: `${RUNS}/${id}/status`, headers: bearer(on.adminToken) })).json<RunStatus>();
-  const ended = (on: TestHub, id: string) => poll(() => statusOf(on, id), (status) => ENDED.includes(status.state), `run ${id} to end`, 30_000);
+  const ended = (on: TestHub, id: string) =>
+    poll(
+      () => statusOf(on, id),
+      (status) => ENDED.includes(status.state),
+      `run ${id} to end`,
+      30_000,
+    );
   const jobsOf = async (id: string): Promise<Map<string, NodeJob>> => {
     const rows = await hub.app.get(DataSource).query<NodeJob[]>(
       `SELECT j.properties->>'pipelineNode' AS node, j.status, bool_or(e.held_by IS NOT NULL) AS held, count(e.id)::int AS executions,
@@ -68,7 +79,11 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { HUB_MAX_RUNNING_JOBS_PER_USER: '0' } });
-    const profiles = await hub.inject({ method: 'GET', url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', headers: bearer(hub.adminToken) });
+    const profiles = await hub.inject({
+      method: 'GET',
+      url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
+      headers: bearer(hub.adminToken),
+    });
     profileId = profiles.json().data[0]._id;
   });
   afterAll(() => hub?.close());
