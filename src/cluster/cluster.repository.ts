@@ -12,11 +12,11 @@ import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
-import { JobExecution, pendingTaskState, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import { JobExecution, pendingTaskState, taskEvent, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
 import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
-import { ENDED_WELL_IN_E, heldToPrepareStatement, NOT_HELD, releasedStatement } from './dependent-jobs.js';
+import { ENDED_WELL_IN_E, heldToPrepareStatement, NOT_HELD, released, releasedStatement } from './dependent-jobs.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -220,7 +220,7 @@ const INSERT_JOBS: NamedStatement = {
        )
        SELECT i.ord, coalesce(i.existing, i.job_id) AS "jobId",
               CASE WHEN i.existing IS NOT NULL THEN 'existing' WHEN i.job_id IN (SELECT id FROM j) THEN 'inserted' ELSE 'overQuota' END AS outcome,
-              (SELECT count(*) FROM n)::int AS announced
+              (SELECT count(*) FROM a)::int AS counted, (SELECT count(*) FROM n)::int AS announced
        FROM input i ORDER BY i.ord`,
 };
 
@@ -276,7 +276,8 @@ const TRANSITION: NamedStatement = {
  * A transition of an execution this hub follows to its end ($7 running, or pending when its start
  * is written with its end; $8 the hub), which hands its CPUs to one the hub prepared ($9) in the
  * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts) and it is
- * held on nothing but the job of the one that ends, which ends well (dependent-jobs.ts): see
+ * held on nothing, or on a job that succeeded, or on the one that ends, which ends well (its end
+ * is not in this statement's snapshot; dependent-jobs.ts): see
  * ClusterRepository.endAndHandOver.
  */
 const END_AND_HAND_OVER: NamedStatement = {
@@ -284,7 +285,7 @@ const END_AND_HAND_OVER: NamedStatement = {
   text: `WITH ${TRANSITION_STEPS}, ${announcing(11)}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
     WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
-      AND (held_by IS NULL OR held_by IN (${ENDED_WELL_IN_E}))
+      AND (${released('job_executions.held_by')} OR job_executions.held_by IN (${ENDED_WELL_IN_E}))
       AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )
@@ -295,7 +296,7 @@ const END_AND_HAND_OVER: NamedStatement = {
 const HAND_OVER: NamedStatement = {
   name: 'cluster-hand-over',
   text: `UPDATE job_executions SET prepared = false, modified = now()
-         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared AND held_by IS NULL
+         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared AND ${released('job_executions.held_by')}
            AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)
            AND cluster_may_take_slot($3, $2, $4::integer)`,
 };
@@ -340,9 +341,8 @@ export interface LatestAttemptRow {
   readonly executionDir: string;
 }
 
-export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
-  return { type, time: new Date().toISOString(), displayMessage: message, details, message };
-}
+/** Where the scheduler and its helpers have always taken it from. */
+export { taskEvent };
 
 @Injectable()
 export class ClusterRepository {
@@ -476,9 +476,9 @@ export class ClusterRepository {
   }
 
   /**
-   * Jobs of one owner and their first executions, pending, in two statements whatever their
-   * number (see INSERT_JOBS): the owner's count is made to exist first, so that the second counts
-   * under its row lock. Each job's outcome in order: inserted, refused for the owner's quota (as
+   * Jobs of one owner and their first executions, pending, in one statement whatever their number
+   * (see INSERT_JOBS), which counts under the owner's row lock: an owner without a count yet (their
+   * first submission) has it made, and the statement runs again. Each job's outcome in order: inserted, refused for the owner's quota (as
    * many as do not fit, the last ones), or not inserted as its workload key names a job already
    * (that job's id). A job whose key another submission inserts meanwhile fails the whole batch
    * (a unique violation), which the caller then submits one by one.
@@ -513,14 +513,12 @@ export class ClusterRepository {
         execution_dir: execution.executionDirOf(executionId),
       };
     });
-    await this.dataSource.query(`INSERT INTO cluster_active_jobs (owner_id, active) VALUES ($1, 0) ON CONFLICT (owner_id) DO NOTHING`, [ownerId]);
-    const result = await runNamed<{ ord: number; jobId: string; outcome: BatchInserted['outcome'] }>(this.dataSource, INSERT_JOBS, [
-      JSON.stringify(rows),
-      ownerId,
-      maxActive,
-      notice,
-      submitTime,
-    ]);
+    const values = [JSON.stringify(rows), ownerId, maxActive, notice, submitTime];
+    let result = await runNamed<{ jobId: string; outcome: BatchInserted['outcome']; counted: number }>(this.dataSource, INSERT_JOBS, values);
+    if (result.rows[0]?.counted === 0) {
+      await this.dataSource.query(`INSERT INTO cluster_active_jobs (owner_id, active) VALUES ($1, 0) ON CONFLICT (owner_id) DO NOTHING`, [ownerId]);
+      result = await runNamed(this.dataSource, INSERT_JOBS, values);
+    }
     return result.rows.map(({ jobId, outcome }) => ({ jobId, outcome }));
   }
 

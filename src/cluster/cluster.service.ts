@@ -316,7 +316,7 @@ export class ClusterService {
   }
 
   /**
-   * Runs workloads of one owner as `run` does each (without `dependsOn`), in two statements
+   * Runs workloads of one owner as `run` does each (without `dependsOn`), in one statement
    * however many (ClusterRepository.insertJobs) and one placement for all: for an area that
    * submits many at once (a pipeline's pass). Answers, in order, each one's job id (that of the
    * job its key names already, as `run` answers it), or why it was refused: its own problem (its

@@ -19,10 +19,9 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ConflictError, InvalidInputError } from '../common/errors/hub-errors.js';
-import { taskEvent } from './cluster.repository.js';
 import type { ExecutionAnnouncements, ExecutionChange } from './execution-announcements.js';
 import type { StoppableIn } from './execution-stops.js';
-import type { TaskEvent } from './entities/job-execution.entity.js';
+import { taskEvent, type TaskEvent } from './entities/job-execution.entity.js';
 
 /** Whether execution `x` ended well: completed, exit code 0, its task ended by its own exit (not past a limit). */
 const endedWell = (x: string) => `${x}.status = 'completed' AND ${x}.exit_code = 0 AND ${x}.task_state->'events'->-1->>'type' = 'Terminated'`;
@@ -33,8 +32,11 @@ const succeeded = (job: string) => `EXISTS (SELECT 1 FROM job_executions dep WHE
 /** Of the executions a statement's CTE `e` ended, the jobs of those that ended well (END_AND_HAND_OVER hands their CPUs to one held on them). */
 export const ENDED_WELL_IN_E = `SELECT e.job_id FROM e WHERE ${endedWell('e')}`;
 
-/** Whether execution `e` may be placed as far as its dependency goes: it has none, or it succeeded. */
-export const NOT_HELD = `(e.held_by IS NULL OR ${succeeded('e.held_by')})`;
+/** Whether the execution whose `held_by` is `column` (qualified: the check reads job_executions itself) may take a CPU as far as its dependency goes: it has none, or it succeeded. */
+export const released = (column: string) => `(${column} IS NULL OR ${succeeded(column)})`;
+
+/** Whether execution `e` may be placed as far as its dependency goes. */
+export const NOT_HELD = released('e.held_by');
 
 /**
  * Held executions this hub may prepare now, each with the node its dependency was claimed for by

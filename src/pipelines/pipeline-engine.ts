@@ -676,7 +676,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         return false;
       }
     };
-    /** Asks for new jobs in one batch (two statements however many: the quota takes as many as fit, the first ones); how many the cluster took. */
+    /** Asks for new jobs in one batch (one statement however many: the quota takes as many as fit, the first ones); how many the cluster took. */
     const askMany = async (nodes: readonly NodeRow[]): Promise<number> => {
       if (nodes.length === 0) return 0;
       if (full !== undefined) {

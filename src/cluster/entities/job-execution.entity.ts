@@ -25,6 +25,11 @@ export interface TaskState {
   events: TaskEvent[];
 }
 
+/** An event of a task, now. */
+export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
+  return { type, time: new Date().toISOString(), displayMessage: message, details, message };
+}
+
 /** The state of a task not yet placed, its first events given (a submission's, an attempt's). */
 export function pendingTaskState(events: TaskEvent[]): TaskState {
   return { status: 'pending', failed: false, restarts: 0, lastRestart: null, startedAt: null, finishedAt: null, events };
