@@ -62,6 +62,7 @@ export class LibrariesModule {
       return library && { namespace: { id: library.namespaceId, name: library.namespaceName } };
     });
     // api-map §9 "Data that job users read": the default root exists from the start, 0755, the hub's.
-    if (config.libraryRoots.length === 1 && config.libraryRoots[0].startsWith(config.sharedDir)) mkdirSync(config.libraryRoots[0], { recursive: true, mode: 0o755 });
+    if (config.libraryRoots.length === 1 && config.libraryRoots[0].startsWith(config.sharedDir))
+      mkdirSync(config.libraryRoots[0], { recursive: true, mode: 0o755 });
   }
 }

@@ -63,7 +63,9 @@ export class LibraryDefinitionsRepository {
 
   /** How many definitions are in a namespace (inside the transaction deleting it). */
   async countIn(namespaceId: string, manager: EntityManager): Promise<number> {
-    const [{ count }]: { count: number }[] = await manager.query('SELECT count(*)::int AS count FROM library_definitions WHERE namespace_id = $1', [namespaceId]);
+    const [{ count }]: { count: number }[] = await manager.query('SELECT count(*)::int AS count FROM library_definitions WHERE namespace_id = $1', [
+      namespaceId,
+    ]);
     return count;
   }
 

@@ -13,12 +13,7 @@ import { invalidBody, validateInput } from '../common/validation/validate-input.
 import { NamespacesService, type NamespaceRef } from '../namespaces/namespaces.service.js';
 import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
-import {
-  LibraryDefinitionInputDto,
-  toLibraryDefinitionResponse,
-  type LibraryDefinitionDto,
-  type LibraryDefinitionRow,
-} from './dto/library-definition.dto.js';
+import { LibraryDefinitionInputDto, toLibraryDefinitionResponse, type LibraryDefinitionDto, type LibraryDefinitionRow } from './dto/library-definition.dto.js';
 import { LibraryDefinitionsRepository, type LibraryDefinitionChanges } from './library-definitions.repository.js';
 import { libraryPathProblem } from './library-paths.js';
 
@@ -67,7 +62,12 @@ export class LibraryDefinitionsService {
     return definition;
   }
 
-  async replace(caller: Caller, id: string, input: LibraryDefinitionInputDto, ifMatch: EntityTagCondition | undefined): Promise<Versioned<LibraryDefinitionDto>> {
+  async replace(
+    caller: Caller,
+    id: string,
+    input: LibraryDefinitionInputDto,
+    ifMatch: EntityTagCondition | undefined,
+  ): Promise<Versioned<LibraryDefinitionDto>> {
     return this.update(caller, id, ifMatch, () => input);
   }
 
@@ -129,9 +129,11 @@ export class LibraryDefinitionsService {
   private async postgresOptionProblems(caller: Caller, options: Record<string, unknown>): Promise<FieldError[]> {
     const errors: FieldError[] = [];
     for (const key of Object.keys(options))
-      if (key !== 'authDomainId' && key !== 'schema') errors.push({ path: `/options/${key}`, message: `A postgres definition's options are authDomainId and schema, not ${key}` });
+      if (key !== 'authDomainId' && key !== 'schema')
+        errors.push({ path: `/options/${key}`, message: `A postgres definition's options are authDomainId and schema, not ${key}` });
     const domainId = options.authDomainId;
-    if (typeof domainId !== 'string' || !isUuid(domainId)) errors.push({ path: '/options/authDomainId', message: 'options.authDomainId must be the id of an auth domain' });
+    if (typeof domainId !== 'string' || !isUuid(domainId))
+      errors.push({ path: '/options/authDomainId', message: 'options.authDomainId must be the id of an auth domain' });
     else {
       const found = await this.domains.get(caller, domainId.toLowerCase()).catch((error: unknown) => {
         if (error instanceof NotFoundError) return null;

@@ -36,7 +36,14 @@ const MAX_LISTED = 1000;
 export class LibraryOperationsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  async insert(operation: { id: string; libraryId: string; method: string; parameters: Record<string, unknown>; startTime: Date; events: OperationEvent[] }): Promise<void> {
+  async insert(operation: {
+    id: string;
+    libraryId: string;
+    method: string;
+    parameters: Record<string, unknown>;
+    startTime: Date;
+    events: OperationEvent[];
+  }): Promise<void> {
     await this.dataSource.query(
       `INSERT INTO library_operations (id, published_library_id, state, method, parameters, events, start_time) VALUES ($1, $2, 'running', $3, $4, $5, $6)`,
       [operation.id, operation.libraryId, operation.method, JSON.stringify(operation.parameters), JSON.stringify(operation.events), operation.startTime],
@@ -44,7 +51,12 @@ export class LibraryOperationsRepository {
   }
 
   /** A running operation's end: its result (JSON text, stored as it is) or its error, and when it is to be reaped; false when it is no longer running. */
-  async finish(id: string, end: { state: 'completed'; result: string } | { state: 'failed'; error: { status: number; msg: string } }, at: Date, reapTime: Date): Promise<boolean> {
+  async finish(
+    id: string,
+    end: { state: 'completed'; result: string } | { state: 'failed'; error: { status: number; msg: string } },
+    at: Date,
+    reapTime: Date,
+  ): Promise<boolean> {
     const rows: unknown[] = await this.dataSource.query(
       `UPDATE library_operations SET state = $2, result = $3::jsonb, error = $4::jsonb, reap_time = $5, events = events || $6::jsonb
        WHERE id = $1 AND state = 'running' RETURNING id`,

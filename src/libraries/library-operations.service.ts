@@ -133,7 +133,9 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
     if (!row) throw operationNotFound(id);
     const running = row.state === 'running' || row.state === 'queued';
     this.running.get(id)?.abort();
-    const data = running ? { ...toAsyncStatus(row), state: 'cancelled', events: [...row.events, { type: 'cancelled', time: this.clock.now().toISOString() }] } : toAsyncStatus(row);
+    const data = running
+      ? { ...toAsyncStatus(row), state: 'cancelled', events: [...row.events, { type: 'cancelled', time: this.clock.now().toISOString() }] }
+      : toAsyncStatus(row);
     return { msg: running ? `Asynchronous operation ${id} cancelled and deleted` : `Asynchronous operation ${id} deleted`, id, data };
   }
 

@@ -103,7 +103,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
 
   /** Stops the jobs of workers of a library that is gone (unpublished); resolves once they are dead. */
   async stopAll(workers: readonly WorkerRow[], reason: string): Promise<void> {
-    await Promise.all(workers.map((worker) => (worker.jobId ? this.stopJob(worker.jobId, reason) : undefined)));
+    await Promise.all(workers.flatMap((worker) => (worker.jobId ? [this.stopJob(worker.jobId, reason)] : [])));
   }
 
   /** Restarts one worker (a new job, a new startTime; failedWorkerCount unchanged); false when it was changing meanwhile. */
@@ -204,7 +204,8 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       await this.submit(library, worker, profile);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (!(error instanceof TooManyRequestsError)) this.logger.warn({ err: error, libraryId: library.id, workerIndex: worker.index }, 'A library worker could not start');
+      if (!(error instanceof TooManyRequestsError))
+        this.logger.warn({ err: error, libraryId: library.id, workerIndex: worker.index }, 'A library worker could not start');
       await this.libraries.updateWorker(library.id, worker.index, worker.generation, {
         state: 'failed',
         retryAt: new Date(this.clock.now().getTime() + RETRY_INTERVAL_MS),
@@ -227,7 +228,9 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
         if (!at) return;
         if (library.engine === 'postgres') await this.connect(library, endpoint);
         const startedAt = (await this.cluster.latestAttempts([jobId])).get(jobId)?.startedAt;
-        await this.libraries.updateWorker(library.id, worker.index, worker.generation, { state: 'ready', startTime: startedAt ? new Date(startedAt) : at }, ['starting']);
+        await this.libraries.updateWorker(library.id, worker.index, worker.generation, { state: 'ready', startTime: startedAt ? new Date(startedAt) : at }, [
+          'starting',
+        ]);
       })
       .catch((error: unknown) => this.logger.error({ err: error, libraryId: library.id, workerIndex: worker.index }, 'A library worker did not become ready'))
       .finally(() => {
@@ -268,7 +271,8 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       if (change === 'reconnected') return await this.reconcile();
       if (change.kind !== 'ended') return;
-      if (change.workloadKey?.startsWith(WORKER_KEY_PREFIX)) await this.ended(change.jobId, change.message ?? `The worker exited (${change.status ?? 'ended'})`);
+      if (change.workloadKey?.startsWith(WORKER_KEY_PREFIX))
+        await this.ended(change.jobId, change.message ?? `The worker exited (${change.status ?? 'ended'})`);
       // A job of someone's ended: room in their quota, maybe, for their failed workers.
       await this.retryDue(change.ownerId);
     } catch (error) {

@@ -70,7 +70,8 @@ export function VersionedOperation(): MethodDecorator {
       name: 'Accept-Version',
       required: false,
       schema: { type: 'string', enum: [...INTERFACE_VERSIONS], default: CURRENT_VERSION },
-      description: 'The interface version: 2026.0.0 (default) or 2.3.0.461 (hub-interface §9); any other is a 400. The reply names the version served in Content-Version.',
+      description:
+        'The interface version: 2026.0.0 (default) or 2.3.0.461 (hub-interface §9); any other is a 400. The reply names the version served in Content-Version.',
     }),
   );
 }

@@ -43,7 +43,8 @@ const RECORDS_QUERY = {
   fields: 'The fields to return, in this order (repeat or separate with commas); an unknown one is a 400',
   orderby: 'Sort keys, first the most significant; a leading - sorts descending (repeat or separate with commas)',
   formatted: 'Fields returned as display strings by their format; `all` for every field',
-  allowAsync: 'true: a query not finished within HUB_LIBRARY_ASYNC_AFTER_MS answers 202 {operationId} and goes on as an operation; false (default): the request waits',
+  allowAsync:
+    'true: a query not finished within HUB_LIBRARY_ASYNC_AFTER_MS answers 202 {operationId} and goes on as an operation; false (default): the request waits',
 };
 
 @ApiTags('Libraries')
@@ -84,13 +85,21 @@ export class PublishedLibrariesController {
     errors: { 409: 'The library definition is published already: a definition is published once at a time' },
   })
   @VersionedOperation()
-  publishLibrary(@CurrentCaller() caller: Caller, @AcceptedVersion() version: InterfaceVersion, @Body() body: PublishLibraryInputDto): Promise<PublishedLibraryDto> {
+  publishLibrary(
+    @CurrentCaller() caller: Caller,
+    @AcceptedVersion() version: InterfaceVersion,
+    @Body() body: PublishLibraryInputDto,
+  ): Promise<PublishedLibraryDto> {
     return this.libraries.publish(caller, version, body);
   }
 
   @Route({ method: 'GET', path: ':id', summary: 'getPublishedLibrary', access: READ, response: PublishedLibraryDto })
   @VersionedOperation()
-  getPublishedLibrary(@CurrentCaller() caller: Caller, @AcceptedVersion() version: InterfaceVersion, @Param('id', libraryId) id: string): Promise<PublishedLibraryDto> {
+  getPublishedLibrary(
+    @CurrentCaller() caller: Caller,
+    @AcceptedVersion() version: InterfaceVersion,
+    @Param('id', libraryId) id: string,
+  ): Promise<PublishedLibraryDto> {
     return this.libraries.get(caller, version, id);
   }
 
@@ -98,7 +107,8 @@ export class PublishedLibrariesController {
     method: 'DELETE',
     path: ':id',
     summary: 'Unpublish a library',
-    description: 'Beyond the interface. Answers once its workers’ jobs are dead; the library and everything below it are 404 after. Needs Delete on the library.',
+    description:
+      'Beyond the interface. Answers once its workers’ jobs are dead; the library and everything below it are 404 after. Needs Delete on the library.',
     access: { ...READ, action: 'Delete' },
     response: MessageDto,
   })
@@ -118,7 +128,11 @@ export class PublishedLibrariesController {
     errors: { 503: NO_WORKER },
   })
   @VersionedOperation()
-  queryLibraryMembers(@CurrentCaller() caller: Caller, @Param('id', libraryId) id: string, @ListParams() query: ListQuery): Promise<ListEnvelope<LibraryMemberDto>> {
+  queryLibraryMembers(
+    @CurrentCaller() caller: Caller,
+    @Param('id', libraryId) id: string,
+    @ListParams() query: ListQuery,
+  ): Promise<ListEnvelope<LibraryMemberDto>> {
     return this.libraries.members(caller, id, query);
   }
 
@@ -211,7 +225,8 @@ export class PublishedLibrariesController {
     method: 'GET',
     path: ':id/status',
     summary: 'getServerStatus',
-    description: 'poolSize under 2026.0.0, workerPoolSize under 2.3.0.461; workers keyed by index with state, node, startTime of the current process and requests served.',
+    description:
+      'poolSize under 2026.0.0, workerPoolSize under 2.3.0.461; workers keyed by index with state, node, startTime of the current process and requests served.',
     access: READ,
     response: ServerStatusDto,
   })

@@ -85,17 +85,25 @@ export class PublishedLibrariesRepository {
   }
 
   /** Records a published library with its workers, all `starting` and without jobs yet; 409 when its definition is published already. */
-  async insert(library: { id: string; definitionId: string; executionProfileId: string; workers: number; publisherId: string; publisherName: string; startTime: Date }): Promise<void> {
+  async insert(library: {
+    id: string;
+    definitionId: string;
+    executionProfileId: string;
+    workers: number;
+    publisherId: string;
+    publisherName: string;
+    startTime: Date;
+  }): Promise<void> {
     try {
       await this.dataSource.transaction(async (manager) => {
         await manager.query(
           `INSERT INTO published_libraries (id, definition_id, execution_profile_id, workers, publisher_id, publisher_name, start_time) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
           [library.id, library.definitionId, library.executionProfileId, library.workers, library.publisherId, library.publisherName, library.startTime],
         );
-        await manager.query(
-          `INSERT INTO library_workers (published_library_id, worker_index) SELECT $1, index FROM generate_series(0, $2::int - 1) AS index`,
-          [library.id, library.workers],
-        );
+        await manager.query(`INSERT INTO library_workers (published_library_id, worker_index) SELECT $1, index FROM generate_series(0, $2::int - 1) AS index`, [
+          library.id,
+          library.workers,
+        ]);
       });
     } catch (error) {
       if (isUniqueViolation(error, 'published_libraries_definition_key'))
@@ -109,7 +117,10 @@ export class PublishedLibrariesRepository {
     return this.dataSource.transaction(async (manager) => {
       const locked: unknown[] = await manager.query('SELECT id FROM published_libraries WHERE id = $1 FOR UPDATE', [id]);
       if (locked.length === 0) return null;
-      const workers: WorkerRow[] = await manager.query(`SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 ORDER BY w.worker_index`, [id]);
+      const workers: WorkerRow[] = await manager.query(
+        `SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 ORDER BY w.worker_index`,
+        [id],
+      );
       await manager.query('DELETE FROM published_libraries WHERE id = $1', [id]);
       return workers;
     });
@@ -146,7 +157,13 @@ export class PublishedLibrariesRepository {
    * left alone): answers it as changed, or null. One statement, so that of several hubs acting on
    * one announcement only one changes it.
    */
-  async updateWorker(libraryId: string, index: number, generation: number, changes: WorkerChanges, onlyStates?: readonly WorkerState[]): Promise<WorkerRow | null> {
+  async updateWorker(
+    libraryId: string,
+    index: number,
+    generation: number,
+    changes: WorkerChanges,
+    onlyStates?: readonly WorkerState[],
+  ): Promise<WorkerRow | null> {
     const sets: string[] = [];
     const values: unknown[] = [libraryId, index, generation];
     const set = (column: string, value: unknown) => {

@@ -74,8 +74,8 @@ function fieldOf(field: Partial<DatasetFieldDto>): DatasetFieldDto {
 
 /** The interface's metadata from what a worker answers: exactly the fields of §2.7, absent where it has none. */
 function toMetadata(raw: Record<string, unknown>): DatasetMetadataDto {
-  const text = (key: string, fallback = '') => (typeof raw[key] === 'string' ? (raw[key] as string) : fallback);
-  const time = (key: string) => (typeof raw[key] === 'string' && raw[key] !== '' ? { [key]: raw[key] as string } : {});
+  const text = (key: string, fallback = '') => (typeof raw[key] === 'string' ? raw[key] : fallback);
+  const time = (key: string) => (typeof raw[key] === 'string' && raw[key] !== '' ? { [key]: raw[key] } : {});
   return {
     name: text('name'),
     engine: text('engine') as DatasetMetadataDto['engine'],
@@ -123,7 +123,14 @@ export function parseRecordsQuery(raw: RawQuery): { body: Record<string, unknown
   const formatted = list('formatted');
   if (errors.length > 0) throw invalidQuery(errors);
   return {
-    body: { limit, offset, ...(filter !== undefined && filter.trim() !== '' && { filter }), ...(fields && { fields }), ...(orderby && { orderby }), ...(formatted && { formatted }) },
+    body: {
+      limit,
+      offset,
+      ...(filter !== undefined && filter.trim() !== '' && { filter }),
+      ...(fields && { fields }),
+      ...(orderby && { orderby }),
+      ...(formatted && { formatted }),
+    },
     allowAsync: allowAsync === 'true',
   };
 }
@@ -254,7 +261,9 @@ export class PublishedLibrariesService {
     if (errors.length > 0) throw invalidQuery(errors);
     const library = await this.find(id);
     const body = { name, ...(maxValues !== undefined && { maxValues }), ...(timeout !== undefined && { timeoutMs: timeout * 1000 }) };
-    return parsed(await this.pool.relay(library, 'POST', '/distinct-values', body, undefined, timeout !== undefined ? timeout * 1000 + TIMEOUT_MARGIN_MS : undefined));
+    return parsed(
+      await this.pool.relay(library, 'POST', '/distinct-values', body, undefined, timeout !== undefined ? timeout * 1000 + TIMEOUT_MARGIN_MS : undefined),
+    );
   }
 
   async status(_caller: Caller, version: InterfaceVersion, id: string): Promise<ServerStatusDto> {
@@ -286,7 +295,8 @@ export class PublishedLibrariesService {
 
   /** Restarts one worker: a new job, its startTime new, failedWorkerCount unchanged; an index outside the pool is 404, a non-integer 400. */
   async restartWorker(_caller: Caller, id: string, rawIndex: string): Promise<MessageDto> {
-    if (!/^\d{1,9}$/.test(rawIndex)) throw InvalidInputError.at('worker-index', `The worker index must be a non-negative integer, not '${rawIndex.slice(0, 32)}'`);
+    if (!/^\d{1,9}$/.test(rawIndex))
+      throw InvalidInputError.at('worker-index', `The worker index must be a non-negative integer, not '${rawIndex.slice(0, 32)}'`);
     const index = Number(rawIndex);
     const library = await this.find(id);
     const worker = await this.libraries.worker(id, index);

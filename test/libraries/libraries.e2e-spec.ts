@@ -34,7 +34,8 @@ describe('published libraries', () => {
   let consumer: Headers;
   let stranger: Headers;
 
-  const records = (query: string, headers: Headers = admin, extra: Headers = {}) => api.get(`${PUBLISHED}/${library}/datasets/orders/records?${query}`, headers, extra);
+  const records = (query: string, headers: Headers = admin, extra: Headers = {}) =>
+    api.get(`${PUBLISHED}/${library}/datasets/orders/records?${query}`, headers, extra);
   const define = async (body: Record<string, unknown>) => {
     const response = await api.post(DEFINITIONS, body, admin);
     expect([response.statusCode, response.body]).toEqual([201, expect.any(String)]);
@@ -76,8 +77,15 @@ describe('published libraries', () => {
         path: join(root, 'sales'),
         options: {},
       });
-      const people = await define({ name: 'people', namespace: 'default', engine: 'json', path: join(root, 'people'), options: { format: 'newline_delimited' } });
-      const listed = (query: string) => api.get(`${DEFINITIONS}?${query}`, admin).then((response) => response.json<{ totalCount: number; data: { name: string }[] }>());
+      const people = await define({
+        name: 'people',
+        namespace: 'default',
+        engine: 'json',
+        path: join(root, 'people'),
+        options: { format: 'newline_delimited' },
+      });
+      const listed = (query: string) =>
+        api.get(`${DEFINITIONS}?${query}`, admin).then((response) => response.json<{ totalCount: number; data: { name: string }[] }>());
       expect((await listed('sort=-name')).data.map((item) => item.name)).toEqual(['sales', 'people']);
       expect((await listed('filter[name][CO]=eop')).data.map((item) => item.name)).toEqual(['people']);
       expect((await listed('filter[name][SW]=sa')).data.map((item) => item.name)).toEqual(['sales']);
@@ -89,7 +97,11 @@ describe('published libraries', () => {
       expect([patched.statusCode, patched.json<{ name: string }>().name]).toEqual([200, 'persons']);
       const replaced = await api.put(`${DEFINITIONS}/${people}`, { name: 'people', namespace: 'default', engine: 'json', path: join(root, 'people') }, admin);
       expect([replaced.statusCode, replaced.json<{ options: unknown }>().options]).toEqual([200, {}]);
-      expectProblem(await api.post(DEFINITIONS, { name: 'sales', namespace: 'default', engine: 'csv', path: join(root, 'sales') }, admin), 409, "'sales' already");
+      expectProblem(
+        await api.post(DEFINITIONS, { name: 'sales', namespace: 'default', engine: 'csv', path: join(root, 'sales') }, admin),
+        409,
+        "'sales' already",
+      );
       expect((await api.del(`${DEFINITIONS}/${people}`, admin)).statusCode).toBe(200);
       expectProblem(await api.get(`${DEFINITIONS}/${people}`, admin), 404);
     });
@@ -108,7 +120,10 @@ describe('published libraries', () => {
       await refused({ path: join(root, 'sales'), engine: 'excel' }, '/engine');
       await refused({ path: join(root, 'sales'), namespace: 'nowhere' }, '/namespace');
       await refused({ engine: 'postgres' }, '/options/authDomainId');
-      await refused({ engine: 'postgres', path: join(root, 'sales'), options: { authDomainId: '6f1c4b1e-0000-4000-8000-000000000000' } }, '/options/authDomainId');
+      await refused(
+        { engine: 'postgres', path: join(root, 'sales'), options: { authDomainId: '6f1c4b1e-0000-4000-8000-000000000000' } },
+        '/options/authDomainId',
+      );
       await refused({ path: join(root, 'sales'), options: { authDomainId: 'x' } }, '/options/authDomainId');
     });
 
@@ -123,7 +138,14 @@ describe('published libraries', () => {
     it('refuses what api-map §5 refuses, publishing nothing', async () => {
       const limited = await api.post('/api/v2/execution-profiles/execprofiles', { name: 'Limited', properties: { maxRunSeconds: 60 } }, admin);
       const limitedId = limited.json<{ _id: string }>()._id;
-      await api.post('/api/v2/execution-profiles/bindings', { executionProfileId: limitedId, namespaceId: (await api.get('/api/v2/namespaces?filter[name][EQ]=default', admin)).json<{ data: { _id: string }[] }>().data[0]._id }, admin);
+      await api.post(
+        '/api/v2/execution-profiles/bindings',
+        {
+          executionProfileId: limitedId,
+          namespaceId: (await api.get('/api/v2/namespaces?filter[name][EQ]=default', admin)).json<{ data: { _id: string }[] }>().data[0]._id,
+        },
+        admin,
+      );
       expectProblem(await api.post(PUBLISHED, { libraryDefinitionId: csvDefinition, executionProfileId: limitedId }, admin), 400, 'maxRunSeconds');
       expectProblem(await api.post(PUBLISHED, { libraryDefinitionId: '6f1c4b1e-0000-4000-8000-000000000000', executionProfileId: standardId }, admin), 400);
       expectProblem(await api.post(PUBLISHED, { libraryDefinitionId: csvDefinition, executionProfileId: standardId, workers: 0 }, admin), 400, 'workers');
@@ -140,19 +162,31 @@ describe('published libraries', () => {
       const published = await api.post(PUBLISHED, { libraryDefinitionId: csvDefinition, executionProfileId: standardId, workers: 2 }, admin);
       expect([published.statusCode, published.body]).toEqual([201, expect.any(String)]);
       library = published.json<{ id: string }>().id;
-      expect(published.json()).toEqual({ id: library, libraryDefinitionId: csvDefinition, name: 'sales', namespace: 'default', executionProfileId: standardId });
+      expect(published.json()).toEqual({
+        id: library,
+        libraryDefinitionId: csvDefinition,
+        name: 'sales',
+        namespace: 'default',
+        executionProfileId: standardId,
+      });
       expect(published.headers['content-version']).toBe('2026.0.0');
       const status = await untilStatus(hub, library, admin);
       expect(status).toEqual({
         startTime: expect.any(String),
         poolSize: 2,
         failedWorkerCount: 0,
-        workers: { '0': expect.objectContaining({ state: 'ready', startTime: expect.any(String), node: expect.any(String) }), '1': expect.objectContaining({ state: 'ready' }) },
+        workers: {
+          '0': expect.objectContaining({ state: 'ready', startTime: expect.any(String), node: expect.any(String) }),
+          '1': expect.objectContaining({ state: 'ready' }),
+        },
         description: { name: 'sales', engine: 'csv', path: join(root, 'sales') },
       });
       const jobs: { task_name: string; properties: Record<string, string>; type: string; priority: number }[] = await hub.app
         .get(DataSource)
-        .query(`SELECT task->>'name' AS task_name, properties, type, priority FROM cluster_jobs WHERE properties->>'publishedLibraryId' = $1 ORDER BY properties->>'workerIndex'`, [library]);
+        .query(
+          `SELECT task->>'name' AS task_name, properties, type, priority FROM cluster_jobs WHERE properties->>'publishedLibraryId' = $1 ORDER BY properties->>'workerIndex'`,
+          [library],
+        );
       expect(jobs.map((job) => [job.task_name, job.type, job.priority, job.properties.workerIndex])).toEqual([
         ['worker', 'service', 50, '0'],
         ['worker', 'service', 50, '1'],
@@ -165,9 +199,15 @@ describe('published libraries', () => {
   describe('operations', () => {
     it('lists, gets and shows published libraries in both versions', async () => {
       const list = await api.get(`${PUBLISHED}?filter[name][ST]=SA&sort=-name`, admin);
-      expect(list.json()).toEqual({ totalCount: 1, data: [{ id: library, libraryDefinitionId: csvDefinition, name: 'sales', namespace: 'default', executionProfileId: standardId }] });
+      expect(list.json()).toEqual({
+        totalCount: 1,
+        data: [{ id: library, libraryDefinitionId: csvDefinition, name: 'sales', namespace: 'default', executionProfileId: standardId }],
+      });
       const legacy = await api.get(`${PUBLISHED}/${library}`, admin, LEGACY);
-      expect([legacy.headers['content-version'], legacy.json()]).toEqual(['2.3.0.461', { id: library, libraryDefinitionId: csvDefinition, name: 'sales', namespace: 'default' }]);
+      expect([legacy.headers['content-version'], legacy.json()]).toEqual([
+        '2.3.0.461',
+        { id: library, libraryDefinitionId: csvDefinition, name: 'sales', namespace: 'default' },
+      ]);
       const status = await api.get(`${PUBLISHED}/${library}/status`, admin, LEGACY);
       expect(status.json()).toEqual(expect.objectContaining({ workerPoolSize: 2 }));
       expect(status.json()).not.toHaveProperty('poolSize');
@@ -179,7 +219,13 @@ describe('published libraries', () => {
 
     it('lists members with their filters, sorts and paging', async () => {
       const members = (query = '') => api.get(`${PUBLISHED}/${library}/members?${query}`, consumer).then((response) => response.json());
-      expect(await members()).toEqual({ totalCount: 2, data: [{ name: 'customers', type: 'DATA' }, { name: 'orders', type: 'DATA' }] });
+      expect(await members()).toEqual({
+        totalCount: 2,
+        data: [
+          { name: 'customers', type: 'DATA' },
+          { name: 'orders', type: 'DATA' },
+        ],
+      });
       expect(await members('sort=-name&page[limit]=1')).toEqual({ totalCount: 2, data: [{ name: 'orders', type: 'DATA' }] });
       expect(await members('filter[name][ST]=ORD')).toEqual({ totalCount: 1, data: [{ name: 'orders', type: 'DATA' }] });
       expect((await members('filter[name][CO]=tom')).totalCount).toBe(1);
@@ -286,7 +332,12 @@ describe('published libraries', () => {
       expect(accepted.headers.location).toBe(`${PUBLISHED}/${library}/operations/${operationId}`);
       expect(accepted.headers['content-version']).toBe('2026.0.0');
       const status = await poll(
-        async () => (await api.get(`${PUBLISHED}/${library}/operations/${operationId}`, consumer)).json<{ state: string; events: { type: string }[]; reapTime?: string }>(),
+        async () =>
+          (await api.get(`${PUBLISHED}/${library}/operations/${operationId}`, consumer)).json<{
+            state: string;
+            events: { type: string }[];
+            reapTime?: string;
+          }>(),
         (current) => current.state === 'completed',
         'the operation to complete',
       );
@@ -324,7 +375,12 @@ describe('published libraries', () => {
       const restarted = await api.post(`${PUBLISHED}/${library}/workers/0/restart`, undefined, admin);
       expect([restarted.statusCode, restarted.json()]).toEqual([200, { msg: expect.stringContaining('restart') }]);
       expect(restarted.headers['content-version']).toBe('2026.0.0');
-      const after = await untilStatus(hub, library, admin, (status) => status.workers['0'].state === 'ready' && status.workers['0'].startTime !== before.workers['0'].startTime);
+      const after = await untilStatus(
+        hub,
+        library,
+        admin,
+        (status) => status.workers['0'].state === 'ready' && status.workers['0'].startTime !== before.workers['0'].startTime,
+      );
       expect(after.failedWorkerCount).toBe(0);
       expect((await workerRows(hub, library))[0].jobId).not.toBe(first.jobId);
       expect((await hub.app.get(DataSource).query('SELECT status FROM cluster_jobs WHERE id = $1', [first.jobId]))[0].status).toBe('dead');
@@ -335,7 +391,13 @@ describe('published libraries', () => {
       const pid = workerPid(second.secret as string);
       expect(pid).toBeDefined();
       process.kill(pid as number, 'SIGKILL');
-      const status = await untilStatus(hub, library, admin, (current) => current.failedWorkerCount === 1 && current.workers['1'].state === 'ready', 'worker 1 replaced');
+      const status = await untilStatus(
+        hub,
+        library,
+        admin,
+        (current) => current.failedWorkerCount === 1 && current.workers['1'].state === 'ready',
+        'worker 1 replaced',
+      );
       expect(status.failedWorkerCount).toBe(1);
       expect((await workerRows(hub, library))[1].jobId).not.toBe(second.jobId);
       expect((await records('limit=1&fields=id&orderby=id')).json<{ values: unknown[] }>().values).toEqual([[1]]);
@@ -348,7 +410,9 @@ describe('published libraries', () => {
       expectProblem(await api.get(`${PUBLISHED}/${library}`, admin), 404);
       expectProblem(await records('limit=1'), 404);
       expectProblem(await api.get(`${PUBLISHED}/${library}/status`, consumer), 404);
-      const statuses: { status: string }[] = await hub.app.get(DataSource).query('SELECT status FROM cluster_jobs WHERE id = ANY($1)', [workers.map((worker) => worker.jobId)]);
+      const statuses: { status: string }[] = await hub.app
+        .get(DataSource)
+        .query('SELECT status FROM cluster_jobs WHERE id = ANY($1)', [workers.map((worker) => worker.jobId)]);
       expect(statuses.map((job) => job.status)).toEqual(['dead', 'dead']);
       expect((await api.del(`${DEFINITIONS}/${csvDefinition}`, admin)).statusCode).toBe(200);
     });

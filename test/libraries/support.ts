@@ -63,11 +63,17 @@ export function expectProblem(response: InjectResponse, status: number, detail?:
 }
 
 /** Users with roles bound in a namespace. */
-export async function makeUser(hub: TestHub, admin: Headers, userName: string, roles: { role: string; namespace: string }[]): Promise<{ id: string; headers: Headers }> {
+export async function makeUser(
+  hub: TestHub,
+  admin: Headers,
+  userName: string,
+  roles: { role: string; namespace: string }[],
+): Promise<{ id: string; headers: Headers }> {
   const created = await hub.inject({ method: 'POST', url: '/api/v2/auth/users', headers: admin, payload: { userName, password: PASSWORD } });
   const id = created.json<{ _id: string }>()._id;
   for (const { role, namespace } of roles) {
-    const roleId = (await hub.inject({ method: 'GET', url: `/api/v2/rbac/roles?filter[name][EQ]=${role}`, headers: admin })).json<{ data: { id: string }[] }>().data[0].id;
+    const roleId = (await hub.inject({ method: 'GET', url: `/api/v2/rbac/roles?filter[name][EQ]=${role}`, headers: admin })).json<{ data: { id: string }[] }>()
+      .data[0].id;
     const bound = await hub.inject({ method: 'POST', url: '/api/v2/rbac/rolebindings', headers: admin, payload: { role: roleId, principal: id, namespace } });
     if (bound.statusCode !== 201) throw new Error(`Binding ${role} failed: ${bound.body}`);
   }
@@ -84,7 +90,14 @@ interface Status {
 }
 
 /** Waits until the library's status satisfies `done` (every worker ready, by default). */
-export function untilStatus(hub: TestHub, id: string, headers: Headers, done: (status: Status) => boolean = allReady, what = 'every worker ready', timeoutMs = 30_000): Promise<Status> {
+export function untilStatus(
+  hub: TestHub,
+  id: string,
+  headers: Headers,
+  done: (status: Status) => boolean = allReady,
+  what = 'every worker ready',
+  timeoutMs = 30_000,
+): Promise<Status> {
   return poll(
     async () => (await hub.inject({ method: 'GET', url: `${PUBLISHED}/${id}/status`, headers })).json<Status>(),
     done,

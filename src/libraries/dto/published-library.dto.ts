@@ -14,7 +14,8 @@ export class PublishLibraryInputDto {
 
   @ApiProperty({
     format: 'uuid',
-    description: 'The profile the workers run under: bound to the definition’s namespace (400), usable by the publisher there (403), without maxRunSeconds (400)',
+    description:
+      'The profile the workers run under: bound to the definition’s namespace (400), usable by the publisher there (403), without maxRunSeconds (400)',
   })
   @IsUUID('all', { message: 'executionProfileId must be the id of an execution profile' })
   executionProfileId!: string;
@@ -153,5 +154,8 @@ export class AsyncStatusDto {
 export class AsyncDeletionDto {
   @ApiProperty() msg!: string;
   @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The operation’s status as it was cancelled or deleted' }) data!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The operation’s status as it was cancelled or deleted' }) data!: Record<
+    string,
+    unknown
+  >;
 }
