@@ -195,13 +195,14 @@ export class PublishedLibrariesRepository {
 
   /**
    * Takes the worker whose job `jobId` ended unasked: counted in its library's failedWorkerCount,
-   * marked failed without a job, and its generation moved on (the replacement's). Null when the job
-   * is no worker's now (restarted, unpublished, or taken by another hub already).
+   * `starting` without a job at its next generation, for the caller to start its replacement (a
+   * retry pass takes only failed workers, so no other hub starts it too). Null when the job is no
+   * worker's now (restarted, unpublished, or taken by another hub already).
    */
   async takeEnded(jobId: string, message: string): Promise<WorkerRow | null> {
     return this.dataSource.transaction(async (manager) => {
       const rows: WorkerRow[] = await manager.query(
-        `WITH w AS (UPDATE library_workers w SET state = 'failed', job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL,
+        `WITH w AS (UPDATE library_workers w SET state = 'starting', job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL,
              generation = w.generation + 1, message = $2, retry_at = NULL
            WHERE w.job_id = $1 RETURNING w.*) SELECT ${WORKER_COLUMNS} FROM w`,
         [jobId, message],
@@ -221,12 +222,12 @@ export class PublishedLibrariesRepository {
     return this.dataSource.query(
       `WITH due AS (
          SELECT w.published_library_id, w.worker_index FROM library_workers w JOIN published_libraries p ON p.id = w.published_library_id
-         WHERE w.state = 'failed' AND w.job_id IS NULL AND ${publisherId ? 'p.publisher_id = $2' : '(w.retry_at IS NULL OR w.retry_at <= $1)'}
+         WHERE w.state = 'failed' AND w.job_id IS NULL AND ${publisherId ? 'p.publisher_id = $1' : '(w.retry_at IS NULL OR w.retry_at <= $1)'}
          ORDER BY w.retry_at NULLS FIRST LIMIT 100 FOR UPDATE OF w SKIP LOCKED),
        w AS (UPDATE library_workers w SET state = 'starting', generation = w.generation + 1, retry_at = NULL
          FROM due WHERE w.published_library_id = due.published_library_id AND w.worker_index = due.worker_index RETURNING w.*)
        SELECT ${WORKER_COLUMNS} FROM w`,
-      publisherId ? [now, publisherId] : [now],
+      [publisherId ?? now],
     );
   }
 
