@@ -36,6 +36,8 @@ import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
+import { LibraryDefinitionsRepository } from '../src/libraries/library-definitions.repository.js';
+import { PublishedLibrariesRepository } from '../src/libraries/published-libraries.repository.js';
 import { LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
@@ -166,6 +168,8 @@ async function main(): Promise<void> {
       pipelineRuns: new PipelineRunsRepository(dataSource),
       pipelineTriggers: new PipelineTriggersRepository(dataSource),
       sessions: new LinkSessionsRepository(dataSource),
+      libraryDefinitions: new LibraryDefinitionsRepository(dataSource),
+      publishedLibraries: new PublishedLibrariesRepository(dataSource),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

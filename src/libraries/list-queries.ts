@@ -1,4 +1,4 @@
-import { defineListQuery } from '../common/query/list-query.js';
+import { defineListQuery, type ListQuerySpec } from '../common/query/list-query.js';
 
 /** What `GET /libraries/definitions` accepts (api-map §5 "Settled details"): definitions as the derived table `definition`. */
 export const LIBRARY_DEFINITION_LIST_QUERY = defineListQuery({
@@ -25,8 +25,12 @@ export const PUBLISHED_LIBRARY_LIST_QUERY = defineListQuery({
   small: 'published libraries: at most one per definition, each running its pool of workers',
 });
 
-/** What `queryLibraryMembers` accepts (hub-interface §4.6), applied by the hub to the member list a worker answers. */
-export const LIBRARY_MEMBER_LIST_QUERY = defineListQuery({
+/**
+ * What `queryLibraryMembers` accepts (hub-interface §4.6), applied by the hub to the member list a
+ * worker answers (library-members.ts): parsed like every list, but no SQL of the hub's reads it, so
+ * it is not one of the lists whose statements are committed (defineListQuery).
+ */
+export const LIBRARY_MEMBER_LIST_QUERY: ListQuerySpec = {
   filters: {
     name: { type: 'string', operators: ['EQ', 'CO', 'ST'] },
     type: { type: ['DATA', 'VIEW', 'CATALOG'], operators: ['EQ', 'IN'] },
@@ -35,4 +39,4 @@ export const LIBRARY_MEMBER_LIST_QUERY = defineListQuery({
   defaultSort: 'name',
   tieBreaker: 'name',
   small: 'the files of one directory or the tables of one database, listed by a worker',
-});
+};
