@@ -1,5 +1,6 @@
-import { realpath, stat } from 'node:fs/promises';
-import { dirname, isAbsolute, normalize } from 'node:path';
+import { constants } from 'node:fs';
+import { access, realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { listableBy, permits, realRoots, within, type FileIdentity } from '../pipelines/trigger-files.js';
 import { DIRECTORY_ENGINES, type LibraryEngine } from './dto/library-definition.dto.js';
 
@@ -39,6 +40,26 @@ export async function unreadablePathProblem(
     return (await listableBy(real, identity)) ? null : `path '${path}' is not readable by the publisher's job identity`;
   }
   if (!info.isFile()) return `path '${path}' is not a file (the duckdb engine reads a database file)`;
-  const readable = identity === null || ((await listableBy(dirname(real), identity)) && permits(info.mode, info.uid, info.gid, identity, 4));
+  const readable =
+    identity === null ? await canRead(real) : (await searchableBy(dirname(real), identity)) && permits(info.mode, info.uid, info.gid, identity, 4);
   return readable ? null : `path '${path}' is not readable by the publisher's job identity`;
+}
+
+/** Whether the hub's own user may read a file. */
+function canRead(path: string): Promise<boolean> {
+  return access(path, constants.R_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Whether `identity` may pass through every directory from the root to `directory` (itself included): a file there can then be opened by name. */
+async function searchableBy(directory: string, identity: FileIdentity): Promise<boolean> {
+  let current: string = sep;
+  for (const part of ['', ...directory.split(sep).filter((name) => name !== '')]) {
+    current = join(current, part);
+    const info = await stat(current).catch(() => null);
+    if (!info?.isDirectory() || !permits(info.mode, info.uid, info.gid, identity, 1)) return false;
+  }
+  return true;
 }

@@ -258,11 +258,13 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
-  /** A worker's job ended: unless it was asked to (restart, unpublish), it counts as failed and is replaced. */
+  /** A worker's job ended: unless it was asked to (restart, unpublish), it counts as failed and is replaced (at once when it had been ready). */
   private async ended(jobId: string, message: string): Promise<void> {
     this.probes.get(jobId)?.abort();
-    const worker = await this.libraries.takeEnded(jobId, message);
+    const worker = await this.libraries.takeEnded(jobId, message, new Date(this.clock.now().getTime() + RETRY_INTERVAL_MS));
     if (!worker) return;
+    // One that never became ready waits for the retry pass (see takeEnded).
+    if (worker.state === 'failed') return this.armRetry();
     const library = await this.libraries.find(worker.libraryId);
     if (library) await this.launch(library, worker);
   }
@@ -271,9 +273,11 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       if (change === 'reconnected') return await this.reconcile();
       if (change.kind !== 'ended') return;
+      // A worker's own end is followed by its replacement or its own timer: retrying its publisher's
+      // failed workers at once would restart one that cannot start in a tight loop.
       if (change.workloadKey?.startsWith(WORKER_KEY_PREFIX))
-        await this.ended(change.jobId, change.message ?? `The worker exited (${change.status ?? 'ended'})`);
-      // A job of someone's ended: room in their quota, maybe, for their failed workers.
+        return await this.ended(change.jobId, change.message ?? `The worker exited (${change.status ?? 'ended'})`);
+      // Another job of someone's ended: room in their quota, maybe, for their failed workers.
       await this.retryDue(change.ownerId);
     } catch (error) {
       this.logger.error({ err: error, change }, 'Could not follow a change of a library worker’s job');

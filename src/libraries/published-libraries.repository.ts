@@ -195,17 +195,20 @@ export class PublishedLibrariesRepository {
 
   /**
    * Takes the worker whose job `jobId` ended unasked: counted in its library's failedWorkerCount,
-   * `starting` without a job at its next generation, for the caller to start its replacement (a
-   * retry pass takes only failed workers, so no other hub starts it too). Null when the job is no
-   * worker's now (restarted, unpublished, or taken by another hub already).
+   * without a job, at its next generation. One that was ready is left `starting`, for the caller to
+   * start its replacement at once (a retry pass takes only failed workers, so no other hub starts
+   * it too); one that ended before it was ever ready is left `failed` until `retryAt`, so that a
+   * worker that cannot start (a broken file, a node without room) is not restarted in a tight loop.
+   * Null when the job is no worker's now (restarted, unpublished, or taken by another hub already).
    */
-  async takeEnded(jobId: string, message: string): Promise<WorkerRow | null> {
+  async takeEnded(jobId: string, message: string, retryAt: Date): Promise<WorkerRow | null> {
     return this.dataSource.transaction(async (manager) => {
       const rows: WorkerRow[] = await manager.query(
-        `WITH w AS (UPDATE library_workers w SET state = 'starting', job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL,
-             generation = w.generation + 1, message = $2, retry_at = NULL
+        `WITH w AS (UPDATE library_workers w SET state = CASE WHEN w.state = 'ready' THEN 'starting' ELSE 'failed' END,
+             retry_at = CASE WHEN w.state = 'ready' THEN NULL ELSE $3::timestamptz END,
+             job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL, generation = w.generation + 1, message = $2
            WHERE w.job_id = $1 RETURNING w.*) SELECT ${WORKER_COLUMNS} FROM w`,
-        [jobId, message],
+        [jobId, message, retryAt],
       );
       const worker = rows[0];
       if (worker) await manager.query('UPDATE published_libraries SET failed_worker_count = failed_worker_count + 1 WHERE id = $1', [worker.libraryId]);

@@ -73,7 +73,8 @@ function checkBounds(text: string): void {
     if (quote) {
       if (c === quote) quote = undefined;
     } else if (c === "'" || c === '"') quote = c;
-    else if (c === '(' && ++depth > MAX_FILTER_DEPTH) throw new FilterError(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${at(i)}`, at(i));
+    else if (c === '(' && ++depth > MAX_FILTER_DEPTH)
+      throw new FilterError(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${at(i)}`, at(i));
     else if (c === ')') depth--;
   }
 }
@@ -172,7 +173,8 @@ class Compiler {
       if (!field) throw new FilterError(`"${operand.name}" at column ${at(operand.at)} is not a field of this dataset`, at(operand.at));
       result = { sql: quoteIdentifier(field.name), type: field.type };
     } else {
-      if (operand.kind === 'number' && !Number.isFinite(operand.value)) throw new FilterError(`The number at column ${at(operand.at)} is out of range`, at(operand.at));
+      if (operand.kind === 'number' && !Number.isFinite(operand.value))
+        throw new FilterError(`The number at column ${at(operand.at)} is out of range`, at(operand.at));
       this.params.push(operand.value);
       // Whole numbers as BIGINT: an integer column is then compared as an integer (and its file statistics still prune).
       const cast = operand.kind === 'number' && Number.isSafeInteger(operand.value) ? 'BIGINT' : PARAMETER_CAST[operand.kind];

@@ -1,4 +1,5 @@
-import { symlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, symlinkSync } from 'node:fs';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
@@ -22,6 +23,20 @@ import {
 } from './support.js';
 
 const LEGACY = { 'accept-version': '2.3.0.461' };
+
+/** A Parquet library (orders.parquet) and a DuckDB database (a table and a view), made with DuckDB itself from the orders CSV. */
+async function writeDuckDBFixtures(root: string): Promise<void> {
+  mkdirSync(join(root, 'parquet'), { mode: 0o755 });
+  const instance = await DuckDBInstance.create(join(root, 'warehouse.duckdb'));
+  const connection = await instance.connect();
+  await connection.run(`CREATE TABLE orders AS SELECT * FROM read_csv('${join(root, 'sales', 'orders.csv')}')`);
+  await connection.run(`CREATE VIEW big_orders AS SELECT * FROM orders WHERE amount >= 1000`);
+  await connection.run(`COPY orders TO '${join(root, 'parquet', 'orders.parquet')}' (FORMAT parquet)`);
+  connection.closeSync();
+  instance.closeSync();
+  chmodSync(join(root, 'warehouse.duckdb'), 0o644);
+  chmodSync(join(root, 'parquet', 'orders.parquet'), 0o644);
+}
 
 describe('published libraries', () => {
   let hub: TestHub;
@@ -50,7 +65,8 @@ describe('published libraries', () => {
     writeData(join(root, 'people'), 'people.jsonl', peopleJsonl());
     writeData(`${root}-x`, 'outside.csv', 'a\n1\n');
     symlinkSync(`${root}-x`, join(root, 'escape'));
-    hub = await startTestHub({ env: { HUB_LIBRARY_ROOTS: root, HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_LIBRARY_ASYNC_AFTER_MS: '0' } });
+    await writeDuckDBFixtures(root);
+    hub = await startTestHub({ env: { HUB_LIBRARY_ROOTS: root, HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_LIBRARY_ASYNC_AFTER_MS: '0', HUB_LOCAL_SLOTS: '16' } });
     admin = bearer(hub.adminToken);
     api = libraryClient(hub);
     standardId = (await api.get('/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard', admin)).json<{ data: { _id: string }[] }>().data[0]._id;
@@ -61,6 +77,37 @@ describe('published libraries', () => {
   afterAll(async () => {
     jest.restoreAllMocks();
     await hub?.close();
+  });
+
+  it('names every §4.6 operation as its operationId, with the bearerAuth scheme', async () => {
+    const document = (await api.get('/api/openapi.json', {})).json<{
+      paths: Record<string, Record<string, { operationId: string; security: Record<string, unknown>[] }>>;
+      components: { securitySchemes: Record<string, unknown> };
+    }>();
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.values(methods).map((operation) => ({ path, ...operation })));
+    const names = [
+      'queryPublishedLibraries',
+      'getPublishedLibrary',
+      'queryLibraryMembers',
+      'getDatasetMetadata',
+      'getRecords',
+      'validateFilter',
+      'getDistinctValues',
+      'getServerStatus',
+      'restartWorker',
+      'listAsyncOperations',
+      'deleteAsyncOperation',
+      'getAsyncOperationStatus',
+      'getAsyncOperationResult',
+    ];
+    for (const name of names) {
+      const operation = operations.find((candidate) => candidate.operationId === name);
+      expect([name, operation?.security]).toEqual([name, expect.arrayContaining([{ bearerAuth: [] }])]);
+    }
+    expect(operations.find((operation) => operation.operationId === 'restartWorker')?.path).toBe(
+      '/api/v2/libraries/published/{id}/workers/{worker-index}/restart',
+    );
+    expect(document.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }));
   });
 
   describe('definitions', () => {
@@ -323,6 +370,26 @@ describe('published libraries', () => {
     });
   });
 
+  describe('engines', () => {
+    it.each([
+      ['parquet', 'parquet', ['orders'], 'orders', "id > 990 and region = 'north'", 3],
+      ['duckdb', 'warehouse.duckdb', ['big_orders', 'orders'], 'big_orders', 'amount >= 1200', 201],
+      ['json', 'people', ['people'], 'people', 'age is missing or age > 30', 2],
+    ])('publishes a %s library and answers its members and records', async (engine, place, members, dataset, filter, count) => {
+      const path = join(root, place);
+      const definition = await define({ name: `${engine}-library`, namespace: 'default', engine, path });
+      const published = await api.post(PUBLISHED, { libraryDefinitionId: definition, executionProfileId: standardId }, admin);
+      expect([published.statusCode, published.body]).toEqual([201, expect.any(String)]);
+      const id = published.json<{ id: string }>().id;
+      await untilStatus(hub, id, admin);
+      const listed = await api.get(`${PUBLISHED}/${id}/members`, consumer);
+      expect(listed.json<{ data: { name: string }[] }>().data.map((member) => member.name)).toEqual(members);
+      const response = await api.get(`${PUBLISHED}/${id}/datasets/${dataset}/records?limit=100000&filter=${encodeURIComponent(filter)}`, consumer);
+      expect([response.statusCode, response.json<{ values: unknown[] }>().values?.length]).toEqual([200, count]);
+      expect((await api.del(`${PUBLISHED}/${id}`, admin)).statusCode).toBe(200);
+    });
+  });
+
   describe('asynchronous operations', () => {
     it('answers 202 with an operation that completes with the synchronous reply, then is reaped', async () => {
       const sync = await records('orderby=id&limit=50&filter=id%20%3E%2010');
@@ -401,6 +468,24 @@ describe('published libraries', () => {
       expect(status.failedWorkerCount).toBe(1);
       expect((await workerRows(hub, library))[1].jobId).not.toBe(second.jobId);
       expect((await records('limit=1&fields=id&orderby=id')).json<{ values: unknown[] }>().values).toEqual([[1]]);
+    });
+
+    it('does not restart in a loop a worker that ends before it is ever ready: it waits for the 60 s retry', async () => {
+      writeData(root, 'broken.duckdb', 'this is no DuckDB database');
+      const definition = await define({ name: 'broken', namespace: 'default', engine: 'duckdb', path: join(root, 'broken.duckdb') });
+      const clock = freezeClock(hub);
+      const published = await api.post(PUBLISHED, { libraryDefinitionId: definition, executionProfileId: standardId }, admin);
+      const id = published.json<{ id: string }>().id;
+      const failed = await untilStatus(hub, id, admin, (status) => status.workers['0'].state === 'failed', 'the broken worker failed');
+      expect(failed.failedWorkerCount).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const jobs = () => hub.app.get(DataSource).query<unknown[]>(`SELECT id FROM cluster_jobs WHERE properties->>'publishedLibraryId' = $1`, [id]);
+      expect(await jobs()).toHaveLength(1);
+      await clock.tick(60_000);
+      jest.restoreAllMocks();
+      await untilStatus(hub, id, admin, (status) => status.failedWorkerCount === 2 && status.workers['0'].state === 'failed', 'the broken worker tried again');
+      expect(await jobs()).toHaveLength(2);
+      expect((await api.del(`${PUBLISHED}/${id}`, admin)).statusCode).toBe(200);
     });
 
     it('unpublishes: 200 {msg}, everything below is 404, the worker jobs end dead', async () => {

@@ -27,7 +27,13 @@ describe('library pools on two hubs sharing one database', () => {
   beforeAll(async () => {
     const root = enterableTempDir('hub-library-pool-');
     writeData(join(root, 'sales'), 'orders.csv', ordersCsv());
-    const env = { HUB_LIBRARY_ROOTS: root, HUB_MAX_RUNNING_JOBS_PER_USER: '0', HUB_MAX_ACTIVE_JOBS_PER_USER: '3', HUB_LIBRARY_ASYNC_AFTER_MS: '0' };
+    const env = {
+      HUB_LIBRARY_ROOTS: root,
+      HUB_MAX_RUNNING_JOBS_PER_USER: '0',
+      HUB_MAX_ACTIVE_JOBS_PER_USER: '3',
+      HUB_LIBRARY_ASYNC_AFTER_MS: '0',
+      HUB_LOCAL_SLOTS: '16',
+    };
     first = await startTestHub({ env });
     second = await startTestHub({ env, databaseUrl: first.databaseUrl });
     admin = bearer(first.adminToken);
