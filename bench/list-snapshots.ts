@@ -18,7 +18,9 @@ import 'reflect-metadata';
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { pino } from 'pino';
 import { DataSource } from 'typeorm';
+import { ChangeFeed } from '../src/common/database/change-feed.js';
 import { AppModule } from '../src/app.module.js';
 import { GroupsRepository } from '../src/auth/groups.repository.js';
 import { UsersRepository } from '../src/auth/users.repository.js';
@@ -169,7 +171,8 @@ async function main(): Promise<void> {
       pipelineTriggers: new PipelineTriggersRepository(dataSource),
       sessions: new LinkSessionsRepository(dataSource),
       libraryDefinitions: new LibraryDefinitionsRepository(dataSource),
-      publishedLibraries: new PublishedLibrariesRepository(dataSource),
+      // A feed never started: its caches stay off, and every list reads the database.
+      publishedLibraries: new PublishedLibrariesRepository(dataSource, new ChangeFeed(url, pino({ level: 'silent' }))),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

@@ -55,10 +55,30 @@ export class Libraries1795480000000 implements MigrationInterface {
     );
     await queryRunner.query(`CREATE INDEX "library_operations_library_idx" ON "library_operations" ("published_library_id", "start_time", "id")`);
     await queryRunner.query(`CREATE INDEX "library_operations_reap_idx" ON "library_operations" ("reap_time") WHERE "reap_time" IS NOT NULL`);
+    // Every hub caches published libraries and their ready workers for the requests it relays; a
+    // change of either (or of a definition) reaches every hub's cache through the change feed.
+    await queryRunner.query(
+      `CREATE TRIGGER published_libraries_notify_change AFTER UPDATE OR DELETE ON "published_libraries" FOR EACH ROW EXECUTE FUNCTION hub_notify_change()`,
+    );
+    await queryRunner.query(
+      `CREATE TRIGGER library_definitions_notify_change AFTER UPDATE OR DELETE ON "library_definitions" FOR EACH ROW EXECUTE FUNCTION hub_notify_change()`,
+    );
+    await queryRunner.query(`
+      CREATE FUNCTION library_workers_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('hub_changes', json_build_object('table', 'library_workers',
+          'id', CASE WHEN TG_OP = 'DELETE' THEN OLD.published_library_id ELSE NEW.published_library_id END)::text);
+        RETURN NULL;
+      END $$`);
+    await queryRunner.query(
+      `CREATE TRIGGER library_workers_notify_change AFTER INSERT OR UPDATE OR DELETE ON "library_workers" FOR EACH ROW EXECUTE FUNCTION library_workers_notify_change()`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE "library_operations"`);
+    await queryRunner.query(`DROP TRIGGER library_workers_notify_change ON "library_workers"`);
+    await queryRunner.query(`DROP FUNCTION library_workers_notify_change()`);
     await queryRunner.query(`DROP TABLE "library_workers"`);
     await queryRunner.query(`DROP TABLE "published_libraries"`);
     await queryRunner.query(`DROP TABLE "library_definitions"`);

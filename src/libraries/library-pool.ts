@@ -12,7 +12,7 @@ import { HubLogger } from '../common/logging/hub-logger.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { PublishedLibrariesRepository, type PublishedRow, type WorkerRow } from './published-libraries.repository.js';
-import { WorkerClient, workerProblem, type WorkerReply } from './worker-client.js';
+import { WorkerClient, workerProblem, WorkerUnreachableError, type WorkerReply } from './worker-client.js';
 
 /** The workload key of a worker's job: the library, the index and the generation, so that each process is submitted once. */
 export const WORKER_KEY_PREFIX = 'library:';
@@ -125,12 +125,21 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
 
   /** Sends a request to one of the library's ready workers, in turn; 503 when none is ready. */
   async relay(library: PublishedRow, method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal, timeoutMs?: number): Promise<WorkerReply> {
-    const ready = await this.libraries.readyWorkers(library.id);
-    if (ready.length === 0) throw new ServiceUnavailableError(`No worker of library '${library.name}' is ready yet; try again shortly`);
-    const turn = this.turns.get(library.id) ?? 0;
-    this.turns.set(library.id, turn + 1);
-    const endpoint = endpointOf(ready[turn % ready.length]) as ServiceEndpoint;
-    return this.client.send(endpoint, method, path, body, signal, timeoutMs);
+    for (let attempt = 1; ; attempt += 1) {
+      const ready = await this.libraries.readyWorkers(library.id);
+      if (ready.length === 0) throw new ServiceUnavailableError(`No worker of library '${library.name}' is ready yet; try again shortly`);
+      const turn = this.turns.get(library.id) ?? 0;
+      this.turns.set(library.id, turn + 1);
+      const endpoint = endpointOf(ready[turn % ready.length]) as ServiceEndpoint;
+      try {
+        return await this.client.send(endpoint, method, path, body, signal, timeoutMs);
+      } catch (error) {
+        // A worker replaced since this hub cached the pool (the change feed's word comes a moment
+        // after): read the pool again, once.
+        if (!(error instanceof WorkerUnreachableError) || attempt > 1) throw error;
+        this.libraries.forget(library.id);
+      }
+    }
   }
 
   /** A worker's own count of the requests it served, or 0 when it does not answer at once. */

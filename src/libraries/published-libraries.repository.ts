@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -65,9 +66,34 @@ export interface WorkerChanges {
   readonly nextGeneration?: true;
 }
 
+/**
+ * Published libraries and their workers. What every relayed request reads (the library, its ready
+ * workers) is cached per hub and dropped by the change feed when any hub changes it (triggers of the
+ * Libraries migration), and at once for this hub's own writes.
+ */
 @Injectable()
 export class PublishedLibrariesRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  private readonly libraries: RowCache<PublishedRow>;
+  private readonly ready: RowCache<WorkerRow[]>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    changes: ChangeFeed,
+  ) {
+    this.libraries = new RowCache<PublishedRow>(changes, 'published_libraries').clearOn('library_definitions').clearOn('namespaces');
+    this.ready = new RowCache<WorkerRow[]>(changes, 'library_workers').clearOn('published_libraries');
+  }
+
+  /** A published library as requests read it (cached; see the class). */
+  cached(id: string): Promise<PublishedRow | null> {
+    return this.libraries.get(id, (key) => this.find(key));
+  }
+
+  /** Drops what this hub cached of a library, for a request that found its workers unreachable. */
+  forget(libraryId: string): void {
+    this.libraries.forget(libraryId);
+    this.ready.forget(libraryId);
+  }
 
   list(query: ListQuery, scope: NamespaceScope): Promise<ListPage<PublishedRow>> {
     const libraries = this.dataSource.createQueryBuilder().from<PublishedRow>(`(${PUBLISHED_SQL})`, 'library');
@@ -114,24 +140,30 @@ export class PublishedLibrariesRepository {
 
   /** Deletes a published library (its workers and operations go with it); answers its workers as they were, or null when there was none. */
   async delete(id: string): Promise<WorkerRow[] | null> {
-    return this.dataSource.transaction(async (manager) => {
-      const locked: unknown[] = await manager.query('SELECT id FROM published_libraries WHERE id = $1 FOR UPDATE', [id]);
-      if (locked.length === 0) return null;
-      const workers: WorkerRow[] = await manager.query(
-        `SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 ORDER BY w.worker_index`,
-        [id],
-      );
-      await manager.query('DELETE FROM published_libraries WHERE id = $1', [id]);
-      return workers;
-    });
+    return this.dataSource
+      .transaction(async (manager) => {
+        const locked: unknown[] = await manager.query('SELECT id FROM published_libraries WHERE id = $1 FOR UPDATE', [id]);
+        if (locked.length === 0) return null;
+        const workers: WorkerRow[] = await manager.query(
+          `SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 ORDER BY w.worker_index`,
+          [id],
+        );
+        await manager.query('DELETE FROM published_libraries WHERE id = $1', [id]);
+        return workers;
+      })
+      .finally(() => this.forget(id));
   }
 
   workers(libraryId: string): Promise<WorkerRow[]> {
     return this.dataSource.query(`SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 ORDER BY w.worker_index`, [libraryId]);
   }
 
-  /** The ready workers of a library, in index order: those requests go to. */
-  readyWorkers(libraryId: string): Promise<WorkerRow[]> {
+  /** The ready workers of a library, in index order: those requests go to (cached; see the class). */
+  async readyWorkers(libraryId: string): Promise<WorkerRow[]> {
+    return (await this.ready.get(libraryId, (key) => this.readyNow(key))) ?? [];
+  }
+
+  private readyNow(libraryId: string): Promise<WorkerRow[]> {
     return this.dataSource.query(
       `SELECT ${WORKER_COLUMNS} FROM library_workers w WHERE w.published_library_id = $1 AND w.state = 'ready' ORDER BY w.worker_index`,
       [libraryId],
@@ -190,6 +222,7 @@ export class PublishedLibrariesRepository {
       `WITH w AS (UPDATE library_workers w SET ${sets.join(', ')} WHERE ${where} RETURNING w.*) SELECT ${WORKER_COLUMNS} FROM w`,
       values,
     );
+    this.forget(libraryId);
     return rows[0] ?? null;
   }
 
@@ -202,18 +235,24 @@ export class PublishedLibrariesRepository {
    * Null when the job is no worker's now (restarted, unpublished, or taken by another hub already).
    */
   async takeEnded(jobId: string, message: string, retryAt: Date): Promise<WorkerRow | null> {
-    return this.dataSource.transaction(async (manager) => {
-      const rows: WorkerRow[] = await manager.query(
-        `WITH w AS (UPDATE library_workers w SET state = CASE WHEN w.state = 'ready' THEN 'starting' ELSE 'failed' END,
+    return this.dataSource
+      .transaction(async (manager) => {
+        const rows: WorkerRow[] = await manager.query(
+          `WITH w AS (UPDATE library_workers w SET state = CASE WHEN w.state = 'ready' THEN 'starting' ELSE 'failed' END,
              retry_at = CASE WHEN w.state = 'ready' THEN NULL ELSE $3::timestamptz END,
              job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL, generation = w.generation + 1, message = $2
            WHERE w.job_id = $1 RETURNING w.*) SELECT ${WORKER_COLUMNS} FROM w`,
-        [jobId, message, retryAt],
-      );
-      const worker = rows[0];
-      if (worker) await manager.query('UPDATE published_libraries SET failed_worker_count = failed_worker_count + 1 WHERE id = $1', [worker.libraryId]);
-      return worker ?? null;
-    });
+          [jobId, message, retryAt],
+        );
+        const worker = rows[0];
+        if (!worker) return null;
+        await manager.query('UPDATE published_libraries SET failed_worker_count = failed_worker_count + 1 WHERE id = $1', [worker.libraryId]);
+        return worker;
+      })
+      .then((worker) => {
+        if (worker) this.forget(worker.libraryId);
+        return worker;
+      });
   }
 
   /**

@@ -219,18 +219,18 @@ export class PublishedLibrariesService {
   }
 
   async members(_caller: Caller, id: string, query: ListQuery): Promise<ListEnvelope<LibraryMemberDto>> {
-    const members = parsed<LibraryMemberDto[]>(await this.pool.relay(await this.find(id), 'GET', '/members'));
+    const members = parsed<LibraryMemberDto[]>(await this.pool.relay(await this.relayed(id), 'GET', '/members'));
     return pageOfMembers(members, query);
   }
 
   async metadata(_caller: Caller, id: string, name: string): Promise<DatasetMetadataDto> {
-    return toMetadata(parsed<Record<string, unknown>>(await this.pool.relay(await this.find(id), 'GET', datasetPath(name))));
+    return toMetadata(parsed<Record<string, unknown>>(await this.pool.relay(await this.relayed(id), 'GET', datasetPath(name))));
   }
 
   /** Records as the worker answers them, relayed as its bytes; with allowAsync, an operation when it takes long. */
   async records(_caller: Caller, id: string, name: string, raw: RawQuery): Promise<StatusReply<string | Buffer | AsyncAcceptedDto>> {
     const { body, allowAsync } = parseRecordsQuery(raw);
-    const library = await this.find(id);
+    const library = await this.relayed(id);
     const parameters = { name, ...Object.fromEntries(Object.entries(raw).filter(([key]) => key !== 'allowAsync')) };
     return this.operations.run(library.id, `/api/v2/libraries/published/${library.id}`, parameters, allowAsync, async (signal) => {
       const reply = await this.pool.relay(library, 'POST', '/records', { name, ...body }, signal);
@@ -243,7 +243,7 @@ export class PublishedLibrariesService {
   async validateFilter(_caller: Caller, version: InterfaceVersion, id: string, name: string, body: unknown): Promise<FilterValidationDto> {
     const filter = typeof body === 'string' ? body : body === undefined || body === null ? '' : undefined;
     if (filter === undefined) throw InvalidInputError.at('', 'The body is the filter as text/plain');
-    const library = await this.find(id);
+    const library = await this.relayed(id);
     if (filter.trim() === '') {
       if (version !== LEGACY_VERSION) throw InvalidInputError.at('', 'The body must hold the filter to validate (2026.0.0); it is empty');
       // The dataset is still checked: a name that is not a member is 404.
@@ -259,7 +259,7 @@ export class PublishedLibrariesService {
     const timeout = parseInteger(raw.timeout, 'timeout', 1, MAX_TIMEOUT_SECONDS, errors);
     const maxValues = parseInteger(raw.maxValues, 'maxValues', 1, MAX_DISTINCT_VALUES, errors);
     if (errors.length > 0) throw invalidQuery(errors);
-    const library = await this.find(id);
+    const library = await this.relayed(id);
     const body = { name, ...(maxValues !== undefined && { maxValues }), ...(timeout !== undefined && { timeoutMs: timeout * 1000 }) };
     return parsed(
       await this.pool.relay(library, 'POST', '/distinct-values', body, undefined, timeout !== undefined ? timeout * 1000 + TIMEOUT_MARGIN_MS : undefined),
@@ -307,6 +307,13 @@ export class PublishedLibrariesService {
 
   listOperations(_caller: Caller, id: string): Promise<Record<string, unknown>> {
     return this.find(id).then(() => this.operations.list(id));
+  }
+
+  /** A library as the operations relayed to its workers read it: from this hub's cache, which every change clears. */
+  private async relayed(id: string): Promise<PublishedRow> {
+    const library = await this.libraries.cached(id);
+    if (!library) throw publishedLibraryNotFound(id);
+    return library;
   }
 
   async find(id: string): Promise<PublishedRow> {

@@ -7,6 +7,9 @@ const MAX_REPLY_BYTES = 512 * 1024 * 1024;
 /** Sockets the hub keeps open to one worker: requests beyond wait for one (a worker answers them one DuckDB connection at a time anyway). */
 const MAX_SOCKETS = 32;
 
+/** A worker that did not take the connection (gone, replaced): a 503, which the pool may try once more elsewhere. */
+export class WorkerUnreachableError extends ServiceUnavailableError {}
+
 /** A worker's reply: its status and body bytes. */
 export interface WorkerReply {
   readonly status: number;
@@ -74,7 +77,7 @@ export class WorkerClient {
       request.on('timeout', () => request.destroy(new ServiceUnavailableError('The library worker did not answer in time')));
       request.on('error', (error: Error) => {
         if (error instanceof ServiceUnavailableError || error.name === 'AbortError') reject(error);
-        else reject(new ServiceUnavailableError(`The library worker could not be reached: ${error.message}`));
+        else reject(new WorkerUnreachableError(`The library worker could not be reached: ${error.message}`));
       });
       request.end(payload);
     });
