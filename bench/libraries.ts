@@ -7,7 +7,8 @@
 //   alternate round by round (BENCH_LIBRARY_ROUNDS, 15), medians and their ratio (target ≤ 1.25);
 // - distinct values of a 10,000,000-row column (1,000 distinct values) through the hub, against
 //   DuckDB's SELECT DISTINCT … ORDER BY directly, alternated alike;
-//   the worker asked directly (with its secret) alternates with them, to tell the hub's part;
+//   the worker asked directly (with its secret) and getPublishedLibrary (the hub's own cost of a
+//   request that reaches no worker) alternate with them, to tell the hub's part;
 // - records throughput: 20 concurrent clients for 10 s asking that page, two workers.
 // Prints the figures with the load average beside each; writes bench/results/libraries-<date>.json.
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -146,11 +147,19 @@ async function main(): Promise<void> {
     ).rows;
     await db.end();
     const workerBody = JSON.stringify({ name: 'events', filter: FILTER, orderby: ['id'], limit: 1000, offset: 0 });
+    const getUrl = `${hub.url}/api/v2/libraries/published/${id}`;
     const viaWorker = () =>
       call(`http://${worker.host}:${worker.port}/records`, 'POST', { 'x-hub-service-secret': worker.secret, 'content-type': 'application/json' }, workerBody);
     const distinctCount = (JSON.parse((await viaHub(distinctUrl)).body) as { code: unknown[] }).code.length;
     const loads: number[] = [load()];
-    const times = { hub: [] as number[], worker: [] as number[], direct: [] as number[], hubDistinct: [] as number[], directDistinct: [] as number[] };
+    const times = {
+      get: [] as number[],
+      hub: [] as number[],
+      worker: [] as number[],
+      direct: [] as number[],
+      hubDistinct: [] as number[],
+      directDistinct: [] as number[],
+    };
     for (let i = 0; i < ROUNDS + 2; i += 1) {
       const warm = i < 2;
       const a = (await viaHub(recordsUrl)).ms;
@@ -158,6 +167,7 @@ async function main(): Promise<void> {
       (await direct.runAndReadAll()).getRowsJS();
       const b = performance.now() - t;
       const w = (await viaWorker()).ms;
+      const g = (await viaHub(getUrl)).ms;
       const c = (await viaHub(distinctUrl)).ms;
       t = performance.now();
       (await distinct.runAndReadAll()).getRowsJS();
@@ -165,6 +175,7 @@ async function main(): Promise<void> {
       if (warm) continue;
       times.hub.push(a);
       times.worker.push(w);
+      times.get.push(g);
       times.direct.push(b);
       times.hubDistinct.push(c);
       times.directDistinct.push(d);

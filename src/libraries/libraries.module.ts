@@ -58,7 +58,8 @@ export class LibrariesModule {
       return definition && { namespace: { id: definition.namespaceId, name: definition.namespaceName } };
     });
     namespaces.registerResourceLocator('publishedLibrary', async (id) => {
-      const library = await libraries.find(id);
+      // Cached like the library the request then relays to (cleared by any change of it).
+      const library = await libraries.cached(id);
       return library && { namespace: { id: library.namespaceId, name: library.namespaceName } };
     });
     // api-map §9 "Data that job users read": the default root exists from the start, 0755, the hub's.
