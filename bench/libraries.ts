@@ -200,6 +200,7 @@ async function main(): Promise<void> {
       rows: ROWS,
       rounds: ROUNDS,
       workersReadyMs: round(readyMs),
+      getPublishedLibraryMedianMs: round(mid(times.get), 2),
       records: {
         hubMedianMs: round(mid(times.hub), 2),
         workerDirectlyMedianMs: round(mid(times.worker), 2),
