@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { HubConfig } from '../common/config/hub-config.js';
 import { ShippedPrograms } from './shipped-programs.js';
+import { startLibraryWorker } from '../libraries/worker-process.js';
 
 /**
  * The library worker is placed under HUB_SHARED_DIR with the packages it imports, whole, once, and
@@ -16,7 +16,7 @@ const JOB_USER = 65534;
 
 let shared: string;
 let library: string;
-const children: ChildProcess[] = [];
+const stops: (() => void)[] = [];
 
 beforeAll(() => {
   shared = mkdtempSync(join(tmpdir(), 'hub-shipped-'));
@@ -28,33 +28,13 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const stop of stops) stop();
   rmSync(shared, { recursive: true, force: true });
 });
 
 function walk(root: string, visit: (path: string) => void): void {
   visit(root);
   if (statSync(root).isDirectory()) for (const name of readdirSync(root)) walk(join(root, name), visit);
-}
-
-/** Starts the placed worker (as the job user when the hub is root) and resolves with its port once it listens. */
-function start(node: string, entry: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(node, [entry], {
-    env: { HUB_WORKER_SECRET: 'sekret', HUB_WORKER_PORT: '0', HUB_WORKER_HOST: '127.0.0.1', HUB_LIBRARY_ENGINE: 'csv', HUB_LIBRARY_PATH: library },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(asRoot ? { uid: JOB_USER, gid: JOB_USER } : {}),
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const at = output.indexOf('listening on 127.0.0.1:');
-      if (at >= 0 && output.includes('\n', at)) resolve({ port: Number(output.slice(at + 'listening on 127.0.0.1:'.length).split('\n')[0]), child });
-    });
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => reject(new Error(`the worker exited with ${code}: ${output}`)));
-  });
 }
 
 describe('ShippedPrograms.libraryWorker', () => {
@@ -64,7 +44,14 @@ describe('ShippedPrograms.libraryWorker', () => {
     expect(placed.entry.startsWith(join(shared, 'programs', 'library-worker-'))).toBe(true);
     expect(placed.entry.endsWith(join('library-worker', 'libraries', 'worker', 'main.js'))).toBe(true);
     const bundle = join(placed.entry, '..', '..', '..');
-    for (const needed of ['node_modules/@duckdb/node-api', 'node_modules/sas7bdat', 'node_modules/fs-ext', 'node_modules/peggy', 'node_modules/pg', 'libraries/where-filter.peggy']) {
+    for (const needed of [
+      'node_modules/@duckdb/node-api',
+      'node_modules/sas7bdat',
+      'node_modules/fs-ext',
+      'node_modules/peggy',
+      'node_modules/pg',
+      'libraries/where-filter.peggy',
+    ]) {
       expect(existsSync(join(bundle, needed))).toBe(true);
     }
     walk(bundle, (path) => {
@@ -77,14 +64,14 @@ describe('ShippedPrograms.libraryWorker', () => {
     expect(new ShippedPrograms({ sharedDir: shared } as HubConfig).libraryWorker().entry).toBe(placed.entry);
     expect(readdirSync(join(bundle, '..')).filter((name) => name.endsWith('.tmp'))).toEqual([]);
 
-    const { port } = await start(placed.node, placed.entry);
-    const refused = await fetch(`http://127.0.0.1:${port}/health`);
-    expect(refused.status).toBe(403);
-    const reply = await fetch(`http://127.0.0.1:${port}/records`, {
-      method: 'POST',
-      headers: { 'x-hub-service-secret': 'sekret' },
-      body: JSON.stringify({ name: 'people', filter: "name = 'bob'" }),
-    });
+    const worker = await startLibraryWorker(
+      placed,
+      { HUB_LIBRARY_ENGINE: 'csv', HUB_LIBRARY_PATH: library },
+      asRoot ? { uid: JOB_USER, gid: JOB_USER } : undefined,
+    );
+    stops.push(() => worker.stop());
+    expect((await worker.request('/health', undefined, null)).status).toBe(403);
+    const reply = await worker.request('/records', { name: 'people', filter: "name = 'bob'" });
     expect(reply.status).toBe(200);
     expect(await reply.json()).toEqual({
       fields: [

@@ -154,7 +154,11 @@ export class ShippedPrograms {
         writeFileSync(path, content);
       }
       for (const { name, dir } of packages) {
-        cpSync(dir, join(target, 'node_modules', name), { recursive: true, dereference: true, filter: (source) => !relative(dir, source).startsWith(`node_modules${sep}.bin`) });
+        cpSync(dir, join(target, 'node_modules', name), {
+          recursive: true,
+          dereference: true,
+          filter: (source) => !relative(dir, source).startsWith(`node_modules${sep}.bin`),
+        });
       }
     });
     const entry = join(directory, 'libraries', 'worker', 'main.js');

@@ -73,7 +73,7 @@ function formatDate(iso: string, format: Format): string {
 }
 
 /** The display string of `value` of `field`; null stays null. */
-export function formatValue(value: unknown, field: DatasetField): string | null {
+export function formatValue(value: string | number | boolean | null | undefined, field: DatasetField): string | null {
   if (value === null || value === undefined) return null;
   const format = parseFormat(field.format);
   switch (field.type) {

@@ -45,6 +45,17 @@ const EXTENSIONS: Partial<Record<Engine, readonly string[]>> = {
 
 export class NotAMemberError extends Error {}
 
+/** Runs tasks one after another: a metadata connection runs one statement at a time, and two requests for a new file read it once. */
+export class Serial {
+  private last: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.last.then(task, task);
+    this.last = result.catch(() => undefined);
+    return result;
+  }
+}
+
 /** A column as its source declares it; what it does not declare is measured or defaulted. */
 export interface DeclaredColumn {
   readonly name: string;
@@ -67,7 +78,9 @@ export async function datasetOf(
   const relation = declared.every((column) => filterReadsColumnAsIs(column.duckType))
     ? source
     : `(SELECT ${declared.map((column) => `${filterExpression(column.name, column.duckType)} AS ${identifier(column.name)}`).join(', ')} FROM ${source})`;
-  const measured = declared.map((column, index) => ({ column, index })).filter(({ column }) => column.length === undefined && fieldType(column.duckType) === 'string');
+  const measured = declared
+    .map((column, index) => ({ column, index }))
+    .filter(({ column }) => column.length === undefined && fieldType(column.duckType) === 'string');
   const reader = await connection.runAndReadAll(
     `SELECT count(*)${measured.map(({ column }) => `, max(strlen(CAST(${identifier(column.name)} AS VARCHAR)))`).join('')} FROM ${relation}`,
   );
@@ -75,7 +88,13 @@ export async function datasetOf(
   const lengths = new Map(measured.map(({ index }, i) => [index, longest[i] === null ? null : Number(longest[i])]));
   const fields: DatasetField[] = declared.map((column, index) => {
     const type = fieldType(column.duckType);
-    return { name: column.name, type, label: column.label ?? '', length: column.length ?? defaultLength(type, lengths.get(index) ?? null), format: column.format ?? '' };
+    return {
+      name: column.name,
+      type,
+      label: column.label ?? '',
+      length: column.length ?? defaultLength(type, lengths.get(index) ?? null),
+      format: column.format ?? '',
+    };
   });
   // The relation presents string columns as VARCHAR (see above), so records read them as such.
   const duckTypes = declared.map((column) => (fieldType(column.duckType) === 'string' ? 'VARCHAR' : column.duckType));
@@ -115,8 +134,9 @@ function defaultLength(type: DatasetField['type'], longest: number | null): numb
 export class Library {
   private members?: { readonly key: string; readonly list: readonly (Member | FileMember)[] };
   private readonly datasets = new Map<string, { readonly key: string; readonly dataset: Promise<Dataset> }>();
-  private sasTables = 0;
-  private lock: Promise<void> = Promise.resolve();
+  /** Each SAS7BDAT member's DuckDB table: a changed file replaces it in place, so old versions do not pile up in memory. */
+  private readonly sasTables = new Map<string, string>();
+  private readonly serial = new Serial();
 
   constructor(
     readonly engine: Engine,
@@ -128,24 +148,13 @@ export class Library {
 
   /** The members: files with the engine's extensions directly in the directory, or the database's tables and views. */
   async listMembers(): Promise<readonly Member[]> {
-    const read = this.lock.then(() => (this.engine === 'duckdb' ? this.databaseMembers() : this.fileMembers()));
-    this.lock = read.then(
-      () => undefined,
-      () => undefined,
-    );
-    const list = await read;
+    const list = await this.serial.run(() => (this.engine === 'duckdb' ? this.databaseMembers() : this.fileMembers()));
     return list.map((member) => ({ name: member.name, type: member.type }));
   }
 
   /** The dataset `name` (a DATA or VIEW member), read afresh only when its file changed. */
   dataset(name: string): Promise<Dataset> {
-    // One reader of metadata at a time: the connection runs one statement at a time, and two requests for a new file read it once.
-    const result = this.lock.then(() => this.currentDataset(name));
-    this.lock = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    return result;
+    return this.serial.run(() => this.currentDataset(name));
   }
 
   private async currentDataset(name: string): Promise<Dataset> {
@@ -209,10 +218,10 @@ export class Library {
       `SELECT table_schema, table_name, table_type FROM information_schema.tables
         WHERE table_catalog = current_database() ORDER BY table_schema, table_name`,
     );
-    const list = reader.getRowsJS().map(([schema, table, type]) => ({
+    const list = (reader.getRowsJS() as [string, string, string][]).map(([schema, table, type]) => ({
       // Tables of `main` go by their name, others by `schema.table`.
-      name: schema === 'main' ? String(table) : `${String(schema)}.${String(table)}`,
-      type: (type === 'VIEW' ? 'VIEW' : 'DATA') as MemberType,
+      name: schema === 'main' ? table : `${schema}.${table}`,
+      type: type === 'VIEW' ? ('VIEW' as const) : ('DATA' as const),
     }));
     this.members = { key, list };
     return list;
@@ -227,7 +236,8 @@ export class Library {
       const info = await stat(member.file);
       extra = { created: new Date(info.birthtimeMs || info.ctimeMs).toISOString(), lastModified: info.mtime.toISOString() };
       if (this.engine === 'sas7bdat') {
-        const table = `sas_${++this.sasTables}`;
+        const table = this.sasTables.get(member.name) ?? `sas_${this.sasTables.size + 1}`;
+        this.sasTables.set(member.name, table);
         const loaded = await loadSas7bdat(this.connection, member.file, table);
         source = identifier(table);
         declared = loaded.columns;
@@ -248,7 +258,7 @@ export class Library {
 
   private async columnsOf(source: string): Promise<{ name: string; duckType: string }[]> {
     const reader = await this.connection.runAndReadAll(`DESCRIBE SELECT * FROM ${source}`);
-    return reader.getRowsJS().map(([name, type]) => ({ name: String(name), duckType: String(type) }));
+    return (reader.getRowsJS() as [string, string][]).map(([name, duckType]) => ({ name, duckType }));
   }
 
   /** The table function reading a member file, with its columns settled once so that no query guesses them again. */
@@ -278,7 +288,14 @@ export class Library {
     const reader = await this.connection.runAndReadAll(
       `SELECT Delimiter, Quote, Escape, SkipRows, Columns, TimestampFormat FROM sniff_csv(${path}, sample_size=-1, header=true, dateformat='%Y-%m-%d')`,
     );
-    const [delimiter, quote, escape, skip, columns, timestampFormat] = reader.getRowsJS()[0] as [string, string, string, number, { name: string; type: string }[], string | null];
+    const [delimiter, quote, escape, skip, columns, timestampFormat] = reader.getRowsJS()[0] as [
+      string,
+      string,
+      string,
+      number,
+      { name: string; type: string }[],
+      string | null,
+    ];
     // The sniffer says `(empty)` for a file that quotes (or escapes) nothing.
     const option = (value: string) => literal(value === '(empty)' ? '' : value);
     const settled = columns.map((column) => {

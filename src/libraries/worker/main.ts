@@ -15,9 +15,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sep } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { openLockedDuckDB } from './duckdb.js';
 import { ENGINES, type Engine, Library, NotAMemberError } from './library.js';
+import { ConnectionRefusedError, PostgresLibrary } from './postgres.js';
 import { QueryCancelledError, Queries } from './queries.js';
 import { distinctValues, records, Reply, validateFilter } from './requests.js';
 
@@ -46,32 +46,21 @@ try {
 } catch {
   fail('HUB_LIBRARY_OPTIONS must be JSON');
 }
-const path = engine === 'postgres' ? '' : realpathSync(process.env.HUB_LIBRARY_PATH || fail('HUB_LIBRARY_PATH must be set'));
-
-/**
- * The worker's DuckDB: in memory (or the library's database file, read-only), extensions neither
- * installed nor loaded on demand, files readable only under the library's directory, external access
- * off, and the configuration then locked, so that no statement can widen any of it.
- */
-async function openDuckDB(): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(engine === 'duckdb' ? path : ':memory:', {
-    ...(engine === 'duckdb' ? { access_mode: 'READ_ONLY' } : {}),
-    autoinstall_known_extensions: 'false',
-    autoload_known_extensions: 'false',
-  });
-  const setup = await instance.connect();
-  const allowed = engine === 'duckdb' || engine === 'postgres' ? [] : [`${path}${sep}`];
-  await setup.run(`SET allowed_directories = [${allowed.map((dir) => `'${dir.replaceAll("'", "''")}'`).join(', ')}]`);
-  await setup.run('SET enable_external_access = false');
-  await setup.run('SET lock_configuration = true');
-  setup.closeSync();
-  return instance;
+/** The library's path, links resolved: DuckDB's allowed directory and the members' confinement compare real paths. */
+function libraryPath(): string {
+  if (engine === 'postgres') return '';
+  const given = process.env.HUB_LIBRARY_PATH || fail('HUB_LIBRARY_PATH must be set');
+  try {
+    return realpathSync(given);
+  } catch (error) {
+    return fail(`HUB_LIBRARY_PATH ${given} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
 }
+const path = libraryPath();
 
-const instance = await openDuckDB();
+const instance = await openLockedDuckDB(engine, path);
 const queries = await Queries.open(instance, CONNECTIONS);
-const library = new Library(engine, path, await instance.connect());
-void options;
+const library = engine === 'postgres' ? new PostgresLibrary(options, await instance.connect()) : new Library(engine, path, await instance.connect());
 const startTime = new Date().toISOString();
 let requestsServed = 0;
 /** Queries under way that a request id names, so that POST /cancel/<id> can abort them. */
@@ -105,6 +94,15 @@ async function readBody(request: IncomingMessage): Promise<Record<string, unknow
   return body as Record<string, unknown>;
 }
 
+/** A URL path segment decoded; a malformed escape is the request's fault. */
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new Reply(400, 'Bad path');
+  }
+}
+
 function datasetName(body: Record<string, unknown>): string {
   if (typeof body.name !== 'string' || body.name === '') throw new Reply(400, 'name must be a dataset name');
   return body.name;
@@ -116,16 +114,19 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
   const run = (sql: string, params: readonly unknown[]) => queries.rows(sql, params, signal);
   if (method === 'GET' && pathname === '/health') return { state: 'ready', startTime, requestsServed };
   if (method === 'POST' && pathname.startsWith('/cancel/')) {
-    const controller = running.get(decodeURIComponent(pathname.slice('/cancel/'.length)));
+    const controller = running.get(decodePart(pathname.slice('/cancel/'.length)));
     controller?.abort();
     return { cancelled: controller !== undefined };
   }
   if (method === 'POST' && pathname === '/connection') {
-    throw new Reply(400, `A ${engine} library takes no connection`);
+    if (!(library instanceof PostgresLibrary)) throw new Reply(400, `A ${engine} library takes no connection`);
+    await library.connect(await readBody(request));
+    return { ok: true };
   }
+  if (library instanceof PostgresLibrary && !library.connected) throw new Reply(503, 'The worker has no connection yet');
   if (method === 'GET' && pathname === '/members') return await library.listMembers();
   if (method === 'GET' && pathname.startsWith('/datasets/')) {
-    const dataset = await library.dataset(decodeURIComponent(pathname.slice('/datasets/'.length)));
+    const dataset = await library.dataset(decodePart(pathname.slice('/datasets/'.length)));
     return dataset.metadata;
   }
   if (method !== 'POST') throw new Reply(404, 'No such endpoint');
@@ -144,7 +145,8 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
       try {
         return await distinctValues(dataset, body, (sql, params) => queries.rows(sql, params, both));
       } catch (error) {
-        if (error instanceof QueryCancelledError && timeout.aborted && !signal.aborted) throw new Reply(504, `Distinct values took longer than ${timeoutMs} ms`);
+        if (error instanceof QueryCancelledError && timeout.aborted && !signal.aborted)
+          throw new Reply(504, `Distinct values took longer than ${timeoutMs} ms`);
         throw error;
       }
     }
@@ -153,7 +155,7 @@ async function route(request: IncomingMessage, pathname: string, signal: AbortSi
   }
 }
 
-const server = createServer(async (request, response) => {
+async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const given = request.headers['x-hub-service-secret'];
   if (typeof given !== 'string' || !timingSafeEqual(digest(given), secretDigest)) return send(response, 403, { msg: 'Forbidden' });
   requestsServed++;
@@ -177,13 +179,16 @@ const server = createServer(async (request, response) => {
     if (response.destroyed) return;
     if (error instanceof Reply) return send(response, error.status, { msg: error.message, ...error.extra });
     if (error instanceof NotAMemberError) return send(response, 404, { msg: error.message });
+    if (error instanceof ConnectionRefusedError) return send(response, 400, { msg: error.message });
     if (error instanceof QueryCancelledError) return send(response, 409, { msg: error.message });
     // Filters and bodies are checked before any SQL runs, and every value is a typed parameter: what DuckDB refuses now is the worker's fault.
     const message = (error as Error).message ?? String(error);
     console.error(`library worker: ${request.method} ${pathname}: ${message}`);
     send(response, 500, { msg: 'The worker failed to answer' });
   }
-});
+}
+
+const server = createServer((request, response) => void handle(request, response));
 
 server.listen(port, host, () => {
   const address = server.address() as AddressInfo;
@@ -196,4 +201,13 @@ server.listen(port, host, () => {
   }
   console.log(`library worker listening on ${endpoint}`);
 });
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => server.close(() => process.exit(0)));
+/** How long a stopping worker lets the requests under way finish. */
+const STOP_GRACE_MS = 5000;
+// Stopping: no new request (close also ends the hub's idle kept-alive connections), requests under
+// way given a moment, not the length of a long query, then the process ends.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    server.close(() => process.exit(0));
+    setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
+  });
+}

@@ -57,7 +57,7 @@ export class Queries {
       else statement.clearBindings();
       const reader = await statement.runAndReadAll();
       if (signal?.aborted) throw new QueryCancelledError();
-      return reader.getRowsJS() as unknown[][];
+      return reader.getRowsJS();
     } catch (error) {
       if (signal?.aborted) throw new QueryCancelledError();
       throw error;

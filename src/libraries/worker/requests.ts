@@ -94,7 +94,7 @@ export async function records(dataset: Dataset, body: Record<string, unknown>, r
   const rows = await run(sql, [...where.params, limit, offset]);
   if (formatted.size > 0) {
     const formatters = indexes.map((index) => (formatted.has(index) ? dataset.fields[index] : undefined));
-    for (const row of rows) formatters.forEach((field, i) => field && (row[i] = formatValue(row[i], field)));
+    for (const row of rows) formatters.forEach((field, i) => field && (row[i] = formatValue(row[i] as string | number | boolean | null, field)));
   }
   return { fields: indexes.map((index) => dataset.fields[index]), values: rows };
 }
@@ -122,7 +122,9 @@ export async function distinctValues(dataset: Dataset, body: Record<string, unkn
     const column = identifier(field.name);
     const value = selectExpression(field.name, dataset.duckTypes[index]);
     // Ordered by the column itself (numbers numerically, text by code point, dates in time, false before true); the value read out after.
-    const rows = await run(`SELECT ${value} FROM (SELECT DISTINCT ${column} FROM ${dataset.relation}) ORDER BY ${column} ASC NULLS LAST LIMIT $1::BIGINT`, [maxValues]);
+    const rows = await run(`SELECT ${value} FROM (SELECT DISTINCT ${column} FROM ${dataset.relation}) ORDER BY ${column} ASC NULLS LAST LIMIT $1::BIGINT`, [
+      maxValues,
+    ]);
     result[field.name] = rows.map((row) => row[0]);
   }
   return result;

@@ -6,8 +6,8 @@ import SAS7BDAT from 'sas7bdat';
 import { identifier } from './sql.js';
 
 interface SasColumn {
-  readonly name: string;
-  readonly label: string;
+  readonly name: string | Buffer;
+  readonly label: string | Buffer;
   readonly format: string;
   readonly type: 'number' | 'string';
   readonly length: number;
@@ -15,21 +15,54 @@ interface SasColumn {
 interface SasReader {
   columns: SasColumn[];
   properties: Record<string, unknown>;
-  parse_header(): Promise<void>;
   create_read_stream(): NodeJS.ReadableStream;
 }
 type SasConstructor = new (file: string, options: Record<string, unknown>) => SasReader;
 
-/** SAS formats the reader turns into dates and date-times (its own lists). */
-const DATE_FORMATS = new Set(['YYMMDD', 'MMDDYY', 'DDMMYY', 'DATE', 'JULIAN', 'MONYY', 'WEEKDATE']);
-const DATETIME_FORMATS = new Set(['DATETIME']);
+/** SAS date and date-time formats (by name, width and decimals aside): such a number is a date, or a date-time. */
+const DATE_FORMATS = new Set(['YYMMDD', 'MMDDYY', 'DDMMYY', 'DATE', 'JULIAN', 'MONYY', 'WEEKDATE', 'E8601DA', 'YYMMDDN', 'WORDDATE']);
+const DATETIME_FORMATS = new Set(['DATETIME', 'E8601DT', 'DATEAMPM']);
+const TIME_FORMATS = new Set(['TIME', 'HHMM', 'E8601TM']);
+/** SAS counts days and seconds from 1 January 1960. */
+const SAS_EPOCH_MS = Date.UTC(1960, 0, 1);
+
+/** The name of a format: `DATE9.` → `DATE`. */
+function formatName(format: string): string {
+  let end = 0;
+  while (end < format.length && !(format[end] >= '0' && format[end] <= '9') && format[end] !== '.') end++;
+  return format.slice(0, end).toUpperCase();
+}
 
 function columnType(column: SasColumn): string {
   if (column.type === 'string') return 'VARCHAR';
-  if (DATE_FORMATS.has(column.format)) return 'DATE';
-  if (DATETIME_FORMATS.has(column.format)) return 'TIMESTAMP';
-  // TIME-formatted numbers come out as text (HH:MM:SS.sss), as any other type a field does not have.
-  return column.format === 'TIME' ? 'VARCHAR' : 'DOUBLE';
+  const name = formatName(column.format);
+  if (DATE_FORMATS.has(name)) return 'DATE';
+  if (DATETIME_FORMATS.has(name)) return 'TIMESTAMP';
+  // A time of day is text (HH:MM:SS), as any other type a field does not have.
+  return TIME_FORMATS.has(name) ? 'TIME' : 'DOUBLE';
+}
+
+/**
+ * A value as the staging table takes it: the reader converts the few formats it knows by their
+ * exact name (`DATE`) to ISO text and leaves the rest (`DATE9.`) as numbers of days or seconds since
+ * 1960, which are converted here; a blank string is SAS's missing value.
+ */
+function stagingValue(value: string | number | null | undefined, duckType: string): number | string | null {
+  if (value === null || value === undefined || (typeof value === 'number' && Number.isNaN(value))) return null;
+  switch (duckType) {
+    case 'DOUBLE':
+      return Number(value);
+    case 'DATE':
+      return typeof value === 'number' ? new Date(SAS_EPOCH_MS + value * 86_400_000).toISOString().slice(0, 10) : String(value).slice(0, 10);
+    case 'TIMESTAMP':
+      return typeof value === 'number' ? new Date(SAS_EPOCH_MS + value * 1000).toISOString() : String(value);
+    case 'TIME':
+      return typeof value === 'number' ? new Date(value * 1000).toISOString().slice(11, 19) : String(value).slice(0, 8);
+    default: {
+      const text = String(value).replace(/[\0 ]+$/, '');
+      return text === '' ? null : text;
+    }
+  }
 }
 
 export interface LoadedSas {
@@ -39,29 +72,33 @@ export interface LoadedSas {
 
 /** Reads `file` into the DuckDB table `table` (made here in the in-memory database, replaced if it exists, so that every connection reads it). */
 export async function loadSas7bdat(connection: DuckDBConnection, file: string, table: string): Promise<LoadedSas> {
-  const Reader = SAS7BDAT as unknown as SasConstructor;
-  const reader = new Reader(file, { rowFormat: 'array', skipHeader: true });
-  await reader.parse_header();
-  const columns = reader.columns.map((column) => ({
-    name: column.name,
-    duckType: columnType(column),
-    label: column.label,
-    length: column.length,
-    format: column.format,
-  }));
-  // Dates and date-times arrive as ISO text: they go through a VARCHAR staging table and are cast once.
+  const Reader = SAS7BDAT as SasConstructor;
+  // The header row comes first (skipHeader false): by then the reader has parsed the columns.
+  const reader = new Reader(file, { rowFormat: 'array', skipHeader: false });
+  const rows = reader.create_read_stream()[Symbol.asyncIterator]() as AsyncIterator<unknown[]>;
+  const header = await rows.next();
+  const columns = header.done
+    ? []
+    : reader.columns.map((column) => ({
+        name: String(column.name),
+        duckType: columnType(column),
+        label: String(column.label),
+        length: column.length,
+        format: column.format,
+      }));
+  // Dates and times go through a VARCHAR staging table and are cast once.
   const staging = `${table}_staging`;
   await connection.run(
     `CREATE OR REPLACE TABLE ${identifier(staging)} (${columns.map((c) => `${identifier(c.name)} ${c.duckType === 'DOUBLE' ? 'DOUBLE' : 'VARCHAR'}`).join(', ')})`,
   );
   const appender = await connection.createAppender(staging);
   try {
-    for await (const row of reader.create_read_stream() as AsyncIterable<unknown[]>) {
+    for (let row = await rows.next(); !row.done; row = await rows.next()) {
       columns.forEach((column, index) => {
-        const value = row[index];
-        if (value === null || value === undefined || (typeof value === 'number' && Number.isNaN(value))) appender.appendNull();
-        else if (column.duckType === 'DOUBLE') appender.appendDouble(Number(value));
-        else appender.appendVarchar(String(value).replace(/\0+$/, ''));
+        const value = stagingValue(row.value[index] as string | number | null, column.duckType);
+        if (value === null) appender.appendNull();
+        else if (typeof value === 'number') appender.appendDouble(value);
+        else appender.appendVarchar(value);
       });
       appender.endRow();
     }
@@ -72,6 +109,7 @@ export async function loadSas7bdat(connection: DuckDBConnection, file: string, t
     const column = identifier(c.name);
     if (c.duckType === 'DATE') return `CAST(${column} AS DATE) AS ${column}`;
     if (c.duckType === 'TIMESTAMP') return `CAST(replace(replace(${column}, 'T', ' '), 'Z', '') AS TIMESTAMP) AS ${column}`;
+    if (c.duckType === 'TIME') return `CAST(${column} AS TIME) AS ${column}`;
     return column;
   });
   await connection.run(`CREATE OR REPLACE TABLE ${identifier(table)} AS SELECT ${casts.join(', ')} FROM ${identifier(staging)}`);
@@ -81,7 +119,7 @@ export async function loadSas7bdat(connection: DuckDBConnection, file: string, t
 
 /** The metadata a SAS7BDAT file's header gives (§2.7). */
 export function sasMetadata(properties: Record<string, unknown>): Record<string, unknown> {
-  const text = (key: string) => (typeof properties[key] === 'string' ? (properties[key] as string).trim() : undefined);
+  const text = (key: string) => (typeof properties[key] === 'string' ? properties[key].trim() : undefined);
   const metadata: Record<string, unknown> = {};
   const created = properties.date_created;
   const modified = properties.date_modified;
@@ -89,7 +127,6 @@ export function sasMetadata(properties: Record<string, unknown>): Record<string,
   if (typeof modified === 'string' && modified !== '') metadata.lastModified = modified;
   if (text('compression')) metadata.compressionType = text('compression');
   if (text('encoding')) metadata.charEncoding = text('encoding');
-  if (text('name')) metadata.label = text('name');
   if (typeof properties.row_length === 'number') metadata.recordLength = properties.row_length;
   if (text('platform')) metadata.dataRepresentation = text('platform');
   return metadata;
