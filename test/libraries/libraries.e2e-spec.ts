@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, symlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, symlinkSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -36,6 +36,8 @@ async function writeDuckDBFixtures(root: string): Promise<void> {
   instance.closeSync();
   chmodSync(join(root, 'warehouse.duckdb'), 0o644);
   chmodSync(join(root, 'parquet', 'orders.parquet'), 0o644);
+  writeData(join(root, 'sas'), 'class.sas7bdat', '');
+  copyFileSync(join(import.meta.dirname, '..', 'fixtures', 'libraries', 'sas7bdat', 'class.sas7bdat'), join(root, 'sas', 'class.sas7bdat'));
 }
 
 describe('published libraries', () => {
@@ -375,6 +377,7 @@ describe('published libraries', () => {
       ['parquet', 'parquet', ['orders'], 'orders', "id > 990 and region = 'north'", 3],
       ['duckdb', 'warehouse.duckdb', ['big_orders', 'orders'], 'big_orders', 'amount >= 1200', 201],
       ['json', 'people', ['people'], 'people', 'age is missing or age > 30', 2],
+      ['sas7bdat', 'sas', ['class'], 'class', 'score is missing', 1],
     ])('publishes a %s library and answers its members and records', async (engine, place, members, dataset, filter, count) => {
       const path = join(root, place);
       const definition = await define({ name: `${engine}-library`, namespace: 'default', engine, path });
