@@ -8,6 +8,7 @@ import { HubLogger } from '../common/logging/hub-logger.js';
 import { StatusReply } from '../common/http/status-reply.js';
 import type { AsyncAcceptedDto, AsyncDeletionDto, AsyncStatusDto } from './dto/published-library.dto.js';
 import { LibraryOperationsRepository, type OperationRow } from './library-operations.repository.js';
+import { LibraryPool } from './library-pool.js';
 
 /** A finished operation and its result are kept this long (api-map §5 reapTime). */
 export const REAP_AFTER_MS = 10 * 60_000;
@@ -36,7 +37,8 @@ export function toAsyncStatus(row: OperationRow): AsyncStatusDto {
  * recorded `running` (its `queued` event first: it was queued when it came), finished `completed`
  * with its result or `failed` with its error, and reaped with its result REAP_AFTER_MS after. The
  * hub running it holds its cancellation; deleting it there aborts its worker request, and
- * deleting it through another hub removes it, so that its end is dropped when it comes.
+ * deleting it through another hub asks the library's workers to cancel the query its id names and
+ * removes it, so that its end is dropped when it comes.
  */
 @Injectable()
 export class LibraryOperationsService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -48,6 +50,7 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
 
   constructor(
     private readonly operations: LibraryOperationsRepository,
+    private readonly pool: LibraryPool,
     private readonly clock: Clock,
     private readonly config: HubConfig,
     logger: HubLogger,
@@ -75,11 +78,13 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
     location: string,
     parameters: Record<string, unknown>,
     allowAsync: boolean,
-    work: (signal: AbortSignal) => Promise<string | Buffer>,
+    work: (signal: AbortSignal, requestId?: string) => Promise<string | Buffer>,
   ): Promise<StatusReply<string | Buffer | AsyncAcceptedDto>> {
     const controller = new AbortController();
     const queued = this.clock.now();
-    const result = work(controller.signal);
+    // The operation's id, known before it is one: the worker request carries it, so that a delete through any hub cancels the query.
+    const id = randomUUID();
+    const result = work(controller.signal, allowAsync ? id : undefined);
     if (!allowAsync) return StatusReply.json(await result);
     let timer: NodeJS.Timeout | undefined;
     const late = Symbol('late');
@@ -90,7 +95,6 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
       }),
     ]).finally(() => clearTimeout(timer));
     if (first !== late) return StatusReply.json(first);
-    const id = randomUUID();
     await this.operations.insert({
       id,
       libraryId,
@@ -132,7 +136,11 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
     const row = await this.operations.delete(libraryId, id);
     if (!row) throw operationNotFound(id);
     const running = row.state === 'running' || row.state === 'queued';
-    this.running.get(id)?.abort();
+    const here = this.running.get(id);
+    // Running here: its worker request is aborted (closing it ends the query). Elsewhere: the
+    // library's workers are asked to cancel the query the request named with this id.
+    if (here) here.abort();
+    else if (running) await this.pool.cancel(libraryId, id);
     const data = running
       ? { ...toAsyncStatus(row), state: 'cancelled', events: [...row.events, { type: 'cancelled', time: this.clock.now().toISOString() }] }
       : toAsyncStatus(row);

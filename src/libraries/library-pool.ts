@@ -124,7 +124,15 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /** Sends a request to one of the library's ready workers, in turn; 503 when none is ready. */
-  async relay(library: PublishedRow, method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal, timeoutMs?: number): Promise<WorkerReply> {
+  async relay(
+    library: PublishedRow,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    timeoutMs?: number,
+    requestId?: string,
+  ): Promise<WorkerReply> {
     for (let attempt = 1; ; attempt += 1) {
       const ready = await this.libraries.readyWorkers(library.id);
       if (ready.length === 0) throw new ServiceUnavailableError(`No worker of library '${library.name}' is ready yet; try again shortly`);
@@ -132,7 +140,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       this.turns.set(library.id, turn + 1);
       const endpoint = endpointOf(ready[turn % ready.length]) as ServiceEndpoint;
       try {
-        return await this.client.send(endpoint, method, path, body, signal, timeoutMs);
+        return await this.client.send(endpoint, method, path, body, signal, timeoutMs, requestId);
       } catch (error) {
         // A worker replaced since this hub cached the pool (the change feed's word comes a moment
         // after): read the pool again, once.
@@ -140,6 +148,21 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
         this.libraries.forget(library.id);
       }
     }
+  }
+
+  /**
+   * Cancels the query a request named `requestId` runs, whichever worker of the library runs it
+   * (this hub may not be the one that sent it): each ready worker is asked; none running it is no error.
+   */
+  async cancel(libraryId: string, requestId: string): Promise<void> {
+    const ready = await this.libraries.readyWorkers(libraryId);
+    await Promise.all(
+      ready.map(async (worker) => {
+        const endpoint = endpointOf(worker);
+        if (endpoint)
+          await this.client.send(endpoint, 'POST', `/cancel/${encodeURIComponent(requestId)}`, undefined, undefined, HEALTH_TIMEOUT_MS).catch(() => undefined);
+      }),
+    );
   }
 
   /** A worker's own count of the requests it served, or 0 when it does not answer at once. */

@@ -232,8 +232,8 @@ export class PublishedLibrariesService {
     const { body, allowAsync } = parseRecordsQuery(raw);
     const library = await this.relayed(id);
     const parameters = { name, ...Object.fromEntries(Object.entries(raw).filter(([key]) => key !== 'allowAsync')) };
-    return this.operations.run(library.id, `/api/v2/libraries/published/${library.id}`, parameters, allowAsync, async (signal) => {
-      const reply = await this.pool.relay(library, 'POST', '/records', { name, ...body }, signal);
+    return this.operations.run(library.id, `/api/v2/libraries/published/${library.id}`, parameters, allowAsync, async (signal, requestId) => {
+      const reply = await this.pool.relay(library, 'POST', '/records', { name, ...body }, signal, undefined, requestId);
       if (reply.status !== 200) throw workerProblem(reply);
       return reply.body;
     });

@@ -41,7 +41,15 @@ export class WorkerClient {
   private readonly agents = new Map<string, Agent>();
 
   /** Sends one request; resolves with the worker's status and body, or a 503 when it cannot be reached. */
-  async send(endpoint: ServiceEndpoint, method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal, timeoutMs?: number): Promise<WorkerReply> {
+  async send(
+    endpoint: ServiceEndpoint,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    timeoutMs?: number,
+    requestId?: string,
+  ): Promise<WorkerReply> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise<WorkerReply>((resolve, reject) => {
       const request = httpRequest(
@@ -55,6 +63,8 @@ export class WorkerClient {
           timeout: timeoutMs,
           headers: {
             [SERVICE_SECRET_HEADER]: endpoint.secret,
+            // Names the request, so that any hub may cancel its query (POST /cancel/<id>).
+            ...(requestId && { 'x-hub-request-id': requestId }),
             ...(payload && { 'content-type': 'application/json', 'content-length': String(payload.length) }),
           },
         },

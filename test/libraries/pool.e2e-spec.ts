@@ -73,6 +73,12 @@ describe('library pools on two hubs sharing one database', () => {
       'the operation, seen from the other hub',
     );
     expect((await api.get(`${PUBLISHED}/${library}/operations/${operationId}/result`, admin)).json<{ values: unknown[] }>().values).toHaveLength(5);
+    // Deleted through the hub that does not run it: gone for both.
+    const another = await libraryClient(first).get(`${PUBLISHED}/${library}/datasets/orders/records?orderby=-amount&limit=100000&allowAsync=true`, admin);
+    const other = another.json<{ operationId: string }>().operationId;
+    const deleted = await api.del(`${PUBLISHED}/${library}/operations/${other}`, admin);
+    expect(deleted.json()).toEqual({ msg: expect.any(String), id: other, data: expect.objectContaining({ method: 'getRecords' }) });
+    expectProblem(await libraryClient(first).get(`${PUBLISHED}/${library}/operations/${other}`, admin), 404);
   });
 
   it('replaces a killed worker once, whichever hub hears it', async () => {
