@@ -163,6 +163,8 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
       const at = this.clock.now();
       await this.operations.finish(id, { state: 'completed', result: text.toString() }, at, new Date(at.getTime() + REAP_AFTER_MS));
     } catch (error) {
+      // Cancelled: deleted already, nothing to record.
+      if ((error as Error).name === 'AbortError') return;
       const at = this.clock.now();
       const status = error instanceof HubError ? error.status : 500;
       const msg = error instanceof HubError ? error.message : 'The operation failed';

@@ -393,6 +393,50 @@ describe('published libraries', () => {
     });
   });
 
+  describe('postgres', () => {
+    it('publishes a schema through an auth domain: the credential reaches the worker from the hub, never its job', async () => {
+      const database = new URL(hub.databaseUrl).pathname.slice(1);
+      await hub.app.get(DataSource).query(`CREATE SCHEMA lib_pg; CREATE TABLE lib_pg.people (id integer, name text);
+        INSERT INTO lib_pg.people VALUES (1, 'Ann'), (2, 'Bob'), (3, NULL); CREATE VIEW lib_pg.named AS SELECT * FROM lib_pg.people WHERE name IS NOT NULL`);
+      const domain = (await api.post('/api/v2/authdomains/authdomains', { name: 'warehouse', namespace: 'default' }, admin)).json<{ _id: string }>()._id;
+      const adminId = (await api.get('/api/v2/auth/me', admin)).json<{ _id: string }>()._id;
+      const secret = 'a-password-no-reply-may-show';
+      const credential = await api.post(
+        '/api/v2/authdomains/credentials',
+        {
+          authDomainId: domain,
+          principal: adminId,
+          label: 'warehouse',
+          type: 'Internal',
+          data: { host: '127.0.0.1', port: '5432', username: 'postgres', password: secret, dbname: database },
+        },
+        admin,
+      );
+      expect([credential.statusCode, credential.body]).toEqual([201, expect.any(String)]);
+      const definition = await define({ name: 'warehouse', namespace: 'default', engine: 'postgres', options: { authDomainId: domain, schema: 'lib_pg' } });
+      const published = await api.post(PUBLISHED, { libraryDefinitionId: definition, executionProfileId: standardId }, admin);
+      expect([published.statusCode, published.body]).toEqual([201, expect.any(String)]);
+      const id = published.json<{ id: string }>().id;
+      await untilStatus(hub, id, admin);
+      expect((await api.get(`${PUBLISHED}/${id}/members`, consumer)).json()).toEqual({
+        totalCount: 2,
+        data: [
+          { name: 'named', type: 'VIEW' },
+          { name: 'people', type: 'DATA' },
+        ],
+      });
+      const page = await api.get(`${PUBLISHED}/${id}/datasets/people/records?orderby=id&filter=${encodeURIComponent('name is missing or id = 1')}`, consumer);
+      expect(page.json<{ values: unknown[] }>().values).toEqual([
+        [1, 'Ann'],
+        [3, null],
+      ]);
+      const jobs: { task: unknown }[] = await hub.app.get(DataSource).query(`SELECT task FROM cluster_jobs WHERE properties->>'publishedLibraryId' = $1`, [id]);
+      expect(JSON.stringify(jobs)).not.toContain(secret);
+      expect((await api.get(`${DEFINITIONS}/${definition}`, admin)).body).not.toContain(secret);
+      expect((await api.del(`${PUBLISHED}/${id}`, admin)).statusCode).toBe(200);
+    });
+  });
+
   describe('asynchronous operations', () => {
     it('answers 202 with an operation that completes with the synchronous reply, then is reaped', async () => {
       const sync = await records('orderby=id&limit=50&filter=id%20%3E%2010');
