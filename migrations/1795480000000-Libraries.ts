@@ -38,7 +38,7 @@ export class Libraries1795480000000 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX "published_libraries_publisher_idx" ON "published_libraries" ("publisher_id")`);
 
     await queryRunner.query(
-      `CREATE TABLE "library_workers" ("published_library_id" uuid NOT NULL, "worker_index" integer NOT NULL, "generation" integer NOT NULL DEFAULT 0, "state" text NOT NULL DEFAULT 'starting', "job_id" uuid, "host" text, "port" integer, "secret" text, "start_time" TIMESTAMP(3) WITH TIME ZONE, "retry_at" TIMESTAMP(3) WITH TIME ZONE, "message" text, CONSTRAINT "library_workers_state_check" CHECK ("state" IN ('starting', 'ready', 'failed', 'stopped')), CONSTRAINT "library_workers_pkey" PRIMARY KEY ("published_library_id", "worker_index"))`,
+      `CREATE TABLE "library_workers" ("published_library_id" uuid NOT NULL, "worker_index" integer NOT NULL, "generation" integer NOT NULL DEFAULT 0, "state" text NOT NULL DEFAULT 'starting', "job_id" uuid, "host" text, "port" integer, "secret" text, "start_time" TIMESTAMP(3) WITH TIME ZONE, "retry_at" TIMESTAMP(3) WITH TIME ZONE, "refused" boolean NOT NULL DEFAULT false, "message" text, CONSTRAINT "library_workers_state_check" CHECK ("state" IN ('starting', 'ready', 'failed', 'stopped')), CONSTRAINT "library_workers_pkey" PRIMARY KEY ("published_library_id", "worker_index"))`,
     );
     await queryRunner.query(
       `ALTER TABLE "library_workers" ADD CONSTRAINT "library_workers_published_library_id_fkey" FOREIGN KEY ("published_library_id") REFERENCES "published_libraries"("id") ON DELETE CASCADE ON UPDATE NO ACTION`,

@@ -242,6 +242,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
         state: 'failed',
         retryAt: new Date(this.clock.now().getTime() + RETRY_INTERVAL_MS),
         message,
+        refused: true,
       });
       await this.armRetry();
     }

@@ -62,6 +62,8 @@ export interface WorkerChanges {
   readonly startTime?: Date | null;
   readonly retryAt?: Date | null;
   readonly message?: string | null;
+  /** Failed because its start was refused (the quota): a job of the publisher's ending may make room for it. */
+  readonly refused?: boolean;
   /** Adds one to the generation: a new process is to be started. */
   readonly nextGeneration?: true;
 }
@@ -212,6 +214,7 @@ export class PublishedLibrariesRepository {
     if (changes.startTime !== undefined) set('start_time', changes.startTime);
     if (changes.retryAt !== undefined) set('retry_at', changes.retryAt);
     if (changes.message !== undefined) set('message', changes.message);
+    if (changes.refused !== undefined) set('refused', changes.refused);
     if (changes.nextGeneration) sets.push('generation = w.generation + 1');
     let where = 'w.published_library_id = $1 AND w.worker_index = $2 AND w.generation = $3';
     if (onlyStates) {
@@ -240,7 +243,7 @@ export class PublishedLibrariesRepository {
         const rows: WorkerRow[] = await manager.query(
           `WITH w AS (UPDATE library_workers w SET state = CASE WHEN w.state = 'ready' THEN 'starting' ELSE 'failed' END,
              retry_at = CASE WHEN w.state = 'ready' THEN NULL ELSE $3::timestamptz END,
-             job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL, generation = w.generation + 1, message = $2
+             job_id = NULL, host = NULL, port = NULL, secret = NULL, start_time = NULL, generation = w.generation + 1, message = $2, refused = false
            WHERE w.job_id = $1 RETURNING w.*) SELECT ${WORKER_COLUMNS} FROM w`,
           [jobId, message, retryAt],
         );
@@ -256,17 +259,18 @@ export class PublishedLibrariesRepository {
   }
 
   /**
-   * Claims the failed workers due for another try (all of one publisher's when `publisherId` is
-   * given, else those whose retry time has come): each moved to `starting` at its next generation
+   * Claims the failed workers due for another try (one publisher's whose start was refused when
+   * `publisherId` is given: one of their jobs ended, which may make room; else those whose retry
+   * time has come): each moved to `starting` at its next generation
    * in one statement, skipping rows another hub holds, so that each is started by one hub.
    */
   claimRetries(now: Date, publisherId?: string): Promise<WorkerRow[]> {
     return this.dataSource.query(
       `WITH due AS (
          SELECT w.published_library_id, w.worker_index FROM library_workers w JOIN published_libraries p ON p.id = w.published_library_id
-         WHERE w.state = 'failed' AND w.job_id IS NULL AND ${publisherId ? 'p.publisher_id = $1' : '(w.retry_at IS NULL OR w.retry_at <= $1)'}
+         WHERE w.state = 'failed' AND w.job_id IS NULL AND ${publisherId ? 'p.publisher_id = $1 AND w.refused' : '(w.retry_at IS NULL OR w.retry_at <= $1)'}
          ORDER BY w.retry_at NULLS FIRST LIMIT 100 FOR UPDATE OF w SKIP LOCKED),
-       w AS (UPDATE library_workers w SET state = 'starting', generation = w.generation + 1, retry_at = NULL
+       w AS (UPDATE library_workers w SET state = 'starting', generation = w.generation + 1, retry_at = NULL, refused = false
          FROM due WHERE w.published_library_id = due.published_library_id AND w.worker_index = due.worker_index RETURNING w.*)
        SELECT ${WORKER_COLUMNS} FROM w`,
       [publisherId ?? now],

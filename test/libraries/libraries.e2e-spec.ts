@@ -40,6 +40,8 @@ async function writeDuckDBFixtures(root: string): Promise<void> {
   copyFileSync(join(import.meta.dirname, '..', 'fixtures', 'libraries', 'sas7bdat', 'class.sas7bdat'), join(root, 'sas', 'class.sas7bdat'));
 }
 
+jest.setTimeout(60_000);
+
 describe('published libraries', () => {
   let hub: TestHub;
   let admin: Headers;
@@ -533,7 +535,7 @@ describe('published libraries', () => {
       await untilStatus(hub, id, admin, (status) => status.failedWorkerCount === 2 && status.workers['0'].state === 'failed', 'the broken worker tried again');
       expect(await jobs()).toHaveLength(2);
       expect((await api.del(`${PUBLISHED}/${id}`, admin)).statusCode).toBe(200);
-    });
+    }, 90_000);
 
     it('unpublishes: 200 {msg}, everything below is 404, the worker jobs end dead', async () => {
       const workers = await workerRows(hub, library);

@@ -13,6 +13,8 @@ function setQuota(hubs: readonly TestHub[], quota: number): void {
   for (const hub of hubs) hub.app.get<HubConfig, { maxActiveJobsPerUser: number }>(HubConfig).maxActiveJobsPerUser = quota;
 }
 
+jest.setTimeout(60_000);
+
 describe('library pools on two hubs sharing one database', () => {
   let first: TestHub;
   let second: TestHub;
