@@ -4,10 +4,12 @@ import { open, readFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
 import { HubConfig } from '../common/config/hub-config.js';
 import { InvalidInputError } from '../common/errors/hub-errors.js';
+import { re2js } from '../common/on-first-use.js';
 import { ClusterRepository } from './cluster.repository.js';
+
 
 /** How a service workload says it is ready: a line of its stdout matching `pattern`, or a listener on its port. */
 export type Readiness = { readonly type: 'stdout'; readonly pattern: string } | { readonly type: 'port' };
@@ -44,7 +46,7 @@ const LISTEN = '0A';
 /** A compiled stdout pattern (RE2: linear time, whatever the pattern and the line); 400 naming `path` when it is not one. */
 export function compileReadinessPattern(pattern: string, path: string): RE2JS {
   try {
-    return RE2JS.compile(pattern);
+    return re2js().RE2JS.compile(pattern);
   } catch (error) {
     throw InvalidInputError.at(path, `readiness.pattern is not a valid regular expression: ${(error as Error).message}`);
   }

@@ -50,7 +50,7 @@ describe('ShippedPrograms.libraryWorker', () => {
       'node_modules/fs-ext',
       'node_modules/peggy',
       'node_modules/pg',
-      'libraries/where-filter.peggy',
+      'libraries/where-filter-grammar.js',
     ]) {
       expect(existsSync(join(bundle, needed))).toBe(true);
     }

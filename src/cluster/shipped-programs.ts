@@ -19,13 +19,14 @@ import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
 import { HubConfig } from '../common/config/hub-config.js';
 import { ANY_UNPRIVILEGED_USER, blockedFor } from '../common/data-location.js';
+import { sourceFile } from '../common/source-files.js';
 import { hubRunsAsRoot } from './drivers/host-tools.js';
 
 /** Where shipped programs go, below HUB_SHARED_DIR. */
 const PROGRAMS_DIR = 'programs';
 
 /** The library worker's sources: src/libraries (dist/src/libraries once built), the worker and the filter it compiles. */
-const LIBRARIES_DIR = fileURLToPath(new URL('../libraries/', import.meta.url));
+const LIBRARIES_DIR = fileURLToPath(sourceFile('libraries/'));
 /** The packages the library worker imports; with their dependencies, they are placed beside it. */
 const LIBRARY_WORKER_PACKAGES = ['@duckdb/node-api', 'sas7bdat', 'peggy', 'pg'];
 
@@ -35,10 +36,11 @@ export interface PlacedProgram {
   readonly entry: string;
 }
 
-/** The worker's files below LIBRARIES_DIR (relative paths): the filter's grammar and code, the worker's code; no spec, map or declaration. */
+/** The worker's files below LIBRARIES_DIR (relative paths): the filter and its grammar, the worker's code; no spec, map or declaration. */
 function libraryWorkerFiles(): string[] {
-  const code = (name: string) => (name.endsWith('.js') || name.endsWith('.ts')) && !name.endsWith('.d.ts') && !name.includes('.spec.');
-  const top = readdirSync(LIBRARIES_DIR).filter((name) => name === 'where-filter.peggy' || (name.startsWith('where-filter.') && code(name)));
+  const code = (name: string) =>
+    (name.endsWith('.js') || name.endsWith('.ts')) && !name.endsWith('.d.ts') && !name.endsWith('.d.js') && !name.includes('.spec.');
+  const top = readdirSync(LIBRARIES_DIR).filter((name) => name.startsWith('where-filter') && code(name));
   const worker = readdirSync(join(LIBRARIES_DIR, 'worker'))
     .filter(code)
     .map((name) => join('worker', name));

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import peggy from 'peggy';
+import { WHERE_GRAMMAR } from './where-filter-grammar.js';
 
 /**
  * The WHERE filters of published libraries (api-map §5): the text is parsed by the grammar in
- * where-filter.peggy (Peggy, a maintained PEG parser generator: one readable grammar file, errors
+ * where-filter-grammar.ts (Peggy, a maintained PEG parser generator: one readable grammar file, errors
  * with their position, no run-time dependency but itself), type-checked against the dataset's fields,
  * and compiled to DuckDB SQL whose values are only ever parameters and whose identifiers are only
  * the dataset's own field names, quoted. Plain TypeScript with no Nest import: the library worker
@@ -50,7 +50,7 @@ type Node =
   | { kind: 'compare'; op: 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'; left: Operand; right: Operand; at: number }
   | { kind: 'truth'; operand: Operand; at: number };
 
-const parser = peggy.generate(readFileSync(new URL('./where-filter.peggy', import.meta.url), 'utf8'), { output: 'parser' });
+const parser = peggy.generate(WHERE_GRAMMAR, { output: 'parser' });
 
 const COMPARISON_SQL = { eq: '=', lt: '<', le: '<=', gt: '>', ge: '>=' } as const;
 /** The SQL type a parameter is cast to, so that DuckDB never guesses it from the value. */

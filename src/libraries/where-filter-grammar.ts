@@ -1,10 +1,13 @@
-// The WHERE grammar of published libraries (api-map §5, "Settled details (libraries)"), compiled by
-// Peggy when src/libraries/where-filter.ts loads. It builds an AST only; where-filter.ts type-checks
-// it against the dataset's fields and turns it into parameterised SQL. Precedence: `not` binds
-// tighter than `and`, `and` tighter than `or`. Keywords and letter operators are case-insensitive
-// and whole words (`order` is a name, not `or` + `der`). Nothing else is accepted: no `;`, comment,
-// subquery or function call has a rule, so each is a parse error at its first character.
-
+// The WHERE grammar of published libraries (api-map §5, "Settled details (libraries)"), in Peggy's
+// notation; where-filter.ts compiles it with Peggy when it loads. It builds an AST only: where-filter.ts
+// type-checks it against the dataset's fields and turns it into parameterised SQL. Precedence: `not`
+// binds tighter than `and`, `and` tighter than `or`. Keywords and letter operators are
+// case-insensitive and whole words (`order` is a name, not `or` + `der`). Nothing else is accepted:
+// no `;`, comment, subquery or function call has a rule, so each is a parse error at its first
+// character. The grammar is a module rather than a file beside the code so that it travels with
+// whatever loads it: the hub's bundle, the library worker placed for job users, the tests.
+// (String.raw: backslashes are the grammar's own; the grammar holds no backtick and no `${`.)
+export const WHERE_GRAMMAR = String.raw`
 {{
   const MONTHS = { JAN: 1, FEB: 2, MAR: 3, APR: 4, MAY: 5, JUN: 6, JUL: 7, AUG: 8, SEP: 9, OCT: 10, NOV: 11, DEC: 12 };
   const pad = (n, width) => String(n).padStart(width, '0');
@@ -84,8 +87,8 @@ DateLiteral "date literal"
       const m = MONTHS[month.toUpperCase()];
       const y = Number(year);
       const d = Number(day);
-      if (!m || d < 1 || d > (m === 2 && leap(y) ? 29 : DAYS[m - 1])) error(`${day}${month}${year} is not a date`);
-      return { kind: 'date', value: `${year}-${pad(m, 2)}-${pad(d, 2)}`, at: location().start.offset };
+      if (!m || d < 1 || d > (m === 2 && leap(y) ? 29 : DAYS[m - 1])) error(day + month + year + ' is not a date');
+      return { kind: 'date', value: year + '-' + pad(m, 2) + '-' + pad(d, 2), at: location().start.offset };
     }
 
 // 'ddMONyyyy:hh:mm:ss'dt (seconds optional): a date-time literal.
@@ -97,9 +100,9 @@ DateTimeLiteral "date-time literal"
       const m = MONTHS[month.toUpperCase()];
       const y = Number(year);
       const d = Number(day);
-      if (!m || d < 1 || d > (m === 2 && leap(y) ? 29 : DAYS[m - 1])) error(`${day}${month}${year} is not a date`);
-      if (Number(hour) > 23 || Number(minute) > 59 || Number(second ?? 0) > 59) error(`${hour}:${minute}${second ? `:${second}` : ''} is not a time of day`);
-      return { kind: 'datetime', value: `${year}-${pad(m, 2)}-${pad(d, 2)} ${pad(hour, 2)}:${minute}:${second ?? '00'}`, at: location().start.offset };
+      if (!m || d < 1 || d > (m === 2 && leap(y) ? 29 : DAYS[m - 1])) error(day + month + year + ' is not a date');
+      if (Number(hour) > 23 || Number(minute) > 59 || Number(second ?? 0) > 59) error(hour + ':' + minute + (second ? ':' + second : '') + ' is not a time of day');
+      return { kind: 'datetime', value: year + '-' + pad(m, 2) + '-' + pad(d, 2) + ' ' + pad(hour, 2) + ':' + minute + ':' + (second ?? '00'), at: location().start.offset };
     }
 
 NameChar = [A-Za-z0-9_]
@@ -127,3 +130,4 @@ FALSE = @$"false"i !NameChar
 
 _ "whitespace"
   = [ \t\r\n]*
+`;
