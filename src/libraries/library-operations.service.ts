@@ -86,15 +86,18 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
     const id = randomUUID();
     const result = work(controller.signal, allowAsync ? id : undefined);
     if (!allowAsync) return StatusReply.json(await result);
-    let timer: NodeJS.Timeout | undefined;
-    const late = Symbol('late');
-    const first = await Promise.race([
-      result,
-      new Promise<typeof late>((resolve) => {
-        timer = setTimeout(() => resolve(late), this.config.libraryAsyncAfterMs);
-      }),
-    ]).finally(() => clearTimeout(timer));
-    if (first !== late) return StatusReply.json(first);
+    // 0: every request allowed to go on asynchronously does (no race with a reply already there).
+    if (this.config.libraryAsyncAfterMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = Symbol('late');
+      const first = await Promise.race([
+        result,
+        new Promise<typeof late>((resolve) => {
+          timer = setTimeout(() => resolve(late), this.config.libraryAsyncAfterMs);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      if (first !== late) return StatusReply.json(first);
+    }
     await this.operations.insert({
       id,
       libraryId,
