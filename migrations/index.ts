@@ -23,6 +23,7 @@ import { RunRevisions1795455000000 } from './1795455000000-RunRevisions.js';
 import { Triggers1795460000000 } from './1795460000000-Triggers.js';
 import { LinkSessions1795470000001 } from './1795470000001-LinkSessions.js';
 import { Libraries1795480000000 } from './1795480000000-Libraries.js';
+import { SessionEndpointsOnNodes1795482000000 } from './1795482000000-SessionEndpointsOnNodes.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -50,4 +51,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Triggers1795460000000,
   LinkSessions1795470000001,
   Libraries1795480000000,
+  SessionEndpointsOnNodes1795482000000,
 ];

@@ -16,6 +16,8 @@ import { WorkerClient, workerProblem, WorkerUnreachableError, type WorkerReply }
 
 /** The workload key of a worker's job: the library, the index and the generation, so that each process is submitted once. */
 export const WORKER_KEY_PREFIX = 'library:';
+/** The variables a worker learns its endpoint from. */
+const WORKER_ENDPOINT_VARIABLES = { host: 'HUB_WORKER_HOST', port: 'HUB_WORKER_PORT' };
 /** The task a worker's job runs (api-map §9). */
 const WORKER_TASK = 'worker';
 /** A failed worker is tried again at least this often (api-map §5). */
@@ -197,6 +199,8 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   private async submit(library: PublishedRow, worker: WorkerRow, profile: ExecutionProfileDto): Promise<void> {
     const endpoint = await this.endpoints.allocate();
     const { node, entry } = this.programs.libraryWorker();
+    // The hub's port on the local driver; on a node, the launch picks one and writes it for the probe.
+    const launch = this.endpoints.launch(endpoint, { command: node, args: [entry] }, WORKER_ENDPOINT_VARIABLES);
     const job = await this.cluster.run({
       name: `library ${library.name} worker ${worker.index}`,
       type: 'service',
@@ -205,11 +209,10 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       owner: { id: library.publisherId, name: library.publisherName },
       task: {
         name: WORKER_TASK,
-        command: node,
-        args: [entry],
+        command: launch.command,
+        args: launch.args,
         envVars: [
-          { name: 'HUB_WORKER_HOST', value: endpoint.host },
-          { name: 'HUB_WORKER_PORT', value: String(endpoint.port) },
+          ...launch.envVars,
           { name: 'HUB_WORKER_SECRET', value: endpoint.secret },
           { name: 'HUB_LIBRARY_ENGINE', value: library.engine },
           { name: 'HUB_LIBRARY_PATH', value: library.path ?? '' },
@@ -251,19 +254,24 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   /** Probes a starting worker's port; once it listens (and has its connection, for postgres) it is ready. */
   private follow(library: PublishedRow, worker: WorkerRow): void {
     const jobId = worker.jobId;
-    const endpoint = endpointOf(worker);
-    if (!jobId || !endpoint || worker.state !== 'starting' || this.probes.has(jobId)) return;
+    if (!jobId || worker.secret === null || worker.state !== 'starting' || this.probes.has(jobId)) return;
+    const grant = { host: worker.host, port: worker.port, secret: worker.secret };
     const probe = new AbortController();
     this.probes.set(jobId, probe);
     void this.endpoints
-      .ready(jobId, endpoint, { type: 'port' }, probe.signal)
-      .then(async (at) => {
-        if (!at) return;
-        if (library.engine === 'postgres') await this.connect(library, endpoint);
+      .ready(jobId, grant, { type: 'port' }, probe.signal)
+      .then(async (seen) => {
+        if (!seen) return;
+        if (library.engine === 'postgres') await this.connect(library, seen.endpoint);
         const startedAt = (await this.cluster.latestAttempts([jobId])).get(jobId)?.startedAt;
-        await this.libraries.updateWorker(library.id, worker.index, worker.generation, { state: 'ready', startTime: startedAt ? new Date(startedAt) : at }, [
-          'starting',
-        ]);
+        // Where it listens, as the probe found it (on a node, its launch picked the port).
+        await this.libraries.updateWorker(
+          library.id,
+          worker.index,
+          worker.generation,
+          { state: 'ready', startTime: startedAt ? new Date(startedAt) : seen.at, endpoint: seen.endpoint },
+          ['starting'],
+        );
       })
       .catch((error: unknown) => this.logger.error({ err: error, libraryId: library.id, workerIndex: worker.index }, 'A library worker did not become ready'))
       .finally(() => {

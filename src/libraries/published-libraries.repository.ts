@@ -58,7 +58,8 @@ const WORKER_COLUMNS = `w.published_library_id AS "libraryId", w.worker_index AS
 export interface WorkerChanges {
   readonly state?: WorkerState;
   readonly jobId?: string | null;
-  readonly endpoint?: { readonly host: string; readonly port: number; readonly secret: string } | null;
+  /** Where it listens (host and port null until a launch on a node has picked them) and its secret. */
+  readonly endpoint?: { readonly host: string | null; readonly port: number | null; readonly secret: string } | null;
   readonly startTime?: Date | null;
   readonly retryAt?: Date | null;
   readonly message?: string | null;

@@ -1,7 +1,6 @@
 import type { RE2JS } from 're2js';
 import { re2js } from '../common/on-first-use.js';
 
-
 export const OBJECT_MATCHERS = ['simple', 'glob', 'regex'] as const;
 export type ObjectMatcherKind = (typeof OBJECT_MATCHERS)[number];
 
