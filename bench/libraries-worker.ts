@@ -1,4 +1,4 @@
-// The library worker against DuckDB itself (`npm run bench:libraries`): a 10-million-row Parquet file
+// The library worker against DuckDB itself (`npm run bench:libraries-worker`): a 10-million-row Parquet file
 // made by DuckDB (`range(10000000)`), then, warm, in alternating rounds:
 //   records   POST /records of a 1,000-row page filtered on a number and a string, ordered by id,
 //             through the placed worker over HTTP (JSON parsed by the client), against the same

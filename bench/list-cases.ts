@@ -30,6 +30,9 @@ import {
 import { type PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { type PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { type PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
+import { type LibraryDefinitionsRepository } from '../src/libraries/library-definitions.repository.js';
+import { LIBRARY_DEFINITION_LIST_QUERY, PUBLISHED_LIBRARY_LIST_QUERY } from '../src/libraries/list-queries.js';
+import { type PublishedLibrariesRepository } from '../src/libraries/published-libraries.repository.js';
 import { type LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
 import { SESSION_LIST_QUERY } from '../src/sessions/list-queries.js';
 import { type AuditRepository } from '../src/rbac/audit.repository.js';
@@ -78,6 +81,8 @@ export interface Repositories {
   readonly pipelineRuns: PipelineRunsRepository;
   readonly pipelineTriggers: PipelineTriggersRepository;
   readonly sessions: LinkSessionsRepository;
+  readonly libraryDefinitions: LibraryDefinitionsRepository;
+  readonly publishedLibraries: PublishedLibrariesRepository;
 }
 
 export interface ListCase {
@@ -226,7 +231,36 @@ function firings(title: string, raw: (seeded: Seeded) => RawQuery, caller: Calle
   };
 }
 
+function libraryDefinitions(title: string, raw: RawQuery): ListCase {
+  return {
+    area: 'libraries',
+    file: 'library-definitions',
+    spec: LIBRARY_DEFINITION_LIST_QUERY,
+    path: `GET /libraries/definitions${title}`,
+    raw: () => raw,
+    run: (r, q) => r.libraryDefinitions.list(q),
+  };
+}
+
+function publishedLibraries(title: string, raw: RawQuery, caller: Caller = 'administrator'): ListCase {
+  return {
+    area: 'libraries',
+    file: 'published-libraries',
+    spec: PUBLISHED_LIBRARY_LIST_QUERY,
+    path: `GET /libraries/published${title}`,
+    raw: () => raw,
+    caller,
+    run: (r, q, s) => r.publishedLibraries.list(q, s),
+  };
+}
+
 export const CASES: ListCase[] = [
+  libraryDefinitions('', {}),
+  libraryDefinitions('?filter[name][SW]=sal&sort=-_modified', { 'filter[name][SW]': 'sal', sort: '-_modified' }),
+  libraryDefinitions('?filter[namespace][IN]=default,other&filter[engine][EQ]=csv', { 'filter[namespace][IN]': 'default,other', 'filter[engine][EQ]': 'csv' }),
+  publishedLibraries('', {}),
+  publishedLibraries('?filter[name][ST]=sa&sort=-name', { 'filter[name][ST]': 'sa', sort: '-name' }),
+  publishedLibraries('', {}, 'narrowed'),
   triggers('', () => ({})),
   triggers('?sort=-modified', () => ({ sort: '-modified' })),
   triggers('?filter[type][EQ]=File', () => ({ 'filter[type][EQ]': 'File' })),

@@ -20,7 +20,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { pino } from 'pino';
 import { DataSource } from 'typeorm';
+import { ChangeFeed } from '../src/common/database/change-feed.js';
 import { AppModule } from '../src/app.module.js';
 import { GroupsRepository } from '../src/auth/groups.repository.js';
 import { UsersRepository } from '../src/auth/users.repository.js';
@@ -38,6 +40,8 @@ import { NamespacesRepository } from '../src/namespaces/namespaces.repository.js
 import { PipelineEntriesRepository } from '../src/pipelines/pipeline-entries.repository.js';
 import { PipelineRunsRepository } from '../src/pipelines/pipeline-runs.repository.js';
 import { PipelineTriggersRepository } from '../src/pipelines/pipeline-triggers.repository.js';
+import { LibraryDefinitionsRepository } from '../src/libraries/library-definitions.repository.js';
+import { PublishedLibrariesRepository } from '../src/libraries/published-libraries.repository.js';
 import { LinkSessionsRepository } from '../src/sessions/link-sessions.repository.js';
 import { AuditRepository } from '../src/rbac/audit.repository.js';
 import { RoleBindingsRepository } from '../src/rbac/role-bindings.repository.js';
@@ -232,6 +236,9 @@ async function main(): Promise<void> {
       pipelineRuns: new PipelineRunsRepository(dataSource),
       pipelineTriggers: new PipelineTriggersRepository(dataSource),
       sessions: new LinkSessionsRepository(dataSource),
+      libraryDefinitions: new LibraryDefinitionsRepository(dataSource),
+      // A feed never started: its caches stay off, and every list reads the database.
+      publishedLibraries: new PublishedLibrariesRepository(dataSource, new ChangeFeed(url, pino({ level: 'silent' }))),
     };
     for (const listCase of CASES) {
       const statements: { sql: string; parameters: readonly unknown[]; read?: string }[] = [];

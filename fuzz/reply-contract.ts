@@ -180,7 +180,9 @@ export class ReplyContract {
 
   check(reply: ContractReply): ContractCheck {
     const method = reply.method.toLowerCase();
-    const route = reply.route?.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const template = reply.route?.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // A path parameter the document names otherwise (`{worker-index}` for the router's `:workerIndex`) is found by position.
+    const route = template !== undefined && !this.document.paths[template] ? (this.routeOf(reply.method, template) ?? template) : template;
     if (route !== undefined && OUTSIDE_THE_DOCUMENT.includes(route)) return { operation: `${reply.method} ${route}`, checked: false, violations: [] };
     if (route === undefined) return this.checkUnrouted(reply);
     if (FORWARDING_ROUTES.includes(route))

@@ -10,6 +10,7 @@ import { NamespacesModule } from './namespaces/namespaces.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { PipelinesModule } from './pipelines/pipelines.module.js';
 import { SessionsModule } from './sessions/sessions.module.js';
+import { LibrariesModule } from './libraries/libraries.module.js';
 import { RbacModule } from './rbac/rbac.module.js';
 
 /** The hub: the shared machinery and one module per area. */
@@ -28,6 +29,7 @@ export class AppModule {
         ClusterModule,
         PipelinesModule,
         SessionsModule,
+        LibrariesModule,
         ObservabilityModule,
       ],
     };

@@ -25,7 +25,7 @@ export function fileNameMatcher(pattern: string): (name: string) => boolean {
 }
 
 /** Whether `identity` may do `bits` (4 read, 2 write, 1 execute) on a file of that mode and ownership; root as the hub itself. */
-function permits(mode: number, uid: number, gid: number, identity: FileIdentity, bits: number): boolean {
+export function permits(mode: number, uid: number, gid: number, identity: FileIdentity, bits: number): boolean {
   if (identity.uid === 0) return true;
   if (uid === identity.uid) return ((mode >> 6) & bits) === bits;
   if (gid === identity.gid || identity.groups?.includes(gid)) return ((mode >> 3) & bits) === bits;
@@ -55,11 +55,11 @@ export async function listableBy(path: string, identity: FileIdentity | null): P
 }
 
 /** Whether `candidate` (resolved) lies in one of `roots` (resolved). */
-function within(candidate: string, roots: readonly string[]): boolean {
+export function within(candidate: string, roots: readonly string[]): boolean {
   return roots.some((root) => candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep));
 }
 
-async function realRoots(roots: readonly string[]): Promise<string[]> {
+export async function realRoots(roots: readonly string[]): Promise<string[]> {
   return Promise.all(roots.map((root) => realpath(root).catch(() => root)));
 }
 

@@ -83,6 +83,10 @@ export abstract class HubConfig {
   abstract readonly runRetentionDays: number;
   /** The directories (absolute) under which a File trigger may watch a path. */
   abstract readonly triggerFileRoots: readonly string[];
+  /** The directories (absolute) under which a library definition's path must lie. */
+  abstract readonly libraryRoots: readonly string[];
+  /** Milliseconds a getRecords with allowAsync=true may take before it answers 202 and goes on as an asynchronous operation. */
+  abstract readonly libraryAsyncAfterMs: number;
   abstract readonly logLevel: LogLevel;
   /** The hub's address as clients reach it (`https://hub.example.org`), for absolute URLs in replies; absent: the request's protocol and Host. */
   abstract readonly publicUrl?: string;
@@ -371,6 +375,17 @@ class HubEnvironment {
   HUB_TRIGGER_FILE_ROOTS?: string = undefined;
 
   @IsOptional()
+  @IsString()
+  HUB_LIBRARY_ROOTS?: string = undefined;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
+  HUB_LIBRARY_ASYNC_AFTER_MS = 2000;
+
+  @IsOptional()
   @IsIn(LOG_LEVELS)
   HUB_LOG_LEVEL: LogLevel = 'info';
 
@@ -462,7 +477,9 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
     maxRunningJobsPerUser: settings.HUB_MAX_RUNNING_JOBS_PER_USER,
     resultMaxBytes: settings.HUB_RESULT_MAX_BYTES,
     runRetentionDays: settings.HUB_RUN_RETENTION_DAYS,
-    triggerFileRoots: triggerFileRoots(settings.HUB_TRIGGER_FILE_ROOTS, cwd, sharedDir),
+    triggerFileRoots: directoryList(settings.HUB_TRIGGER_FILE_ROOTS, cwd, join(sharedDir, 'inbox')),
+    libraryRoots: directoryList(settings.HUB_LIBRARY_ROOTS, cwd, join(sharedDir, 'libraries')),
+    libraryAsyncAfterMs: settings.HUB_LIBRARY_ASYNC_AFTER_MS,
     logLevel: settings.HUB_LOG_LEVEL,
     publicUrl: settings.HUB_PUBLIC_URL?.replace(/\/+$/, ''),
     sessionHeartbeatInterval: settings.HUB_SESSION_HEARTBEAT_INTERVAL,
@@ -471,10 +488,13 @@ export function loadHubConfig(env: Record<string, string | undefined>, cwd = pro
   };
 }
 
-/** HUB_TRIGGER_FILE_ROOTS: colon-separated directories, relative ones to the working directory; `HUB_SHARED_DIR/inbox` when unset. */
-function triggerFileRoots(setting: string | undefined, cwd: string, sharedDir: string): string[] {
+/**
+ * HUB_TRIGGER_FILE_ROOTS, HUB_LIBRARY_ROOTS: colon-separated directories, relative ones to the
+ * working directory; `fallback` (below HUB_SHARED_DIR) when unset.
+ */
+function directoryList(setting: string | undefined, cwd: string, fallback: string): string[] {
   const roots = (setting ?? '').split(':').filter((root) => root.trim() !== '');
-  return roots.length > 0 ? roots.map((root) => resolve(cwd, root.trim())) : [join(sharedDir, 'inbox')];
+  return roots.length > 0 ? roots.map((root) => resolve(cwd, root.trim())) : [fallback];
 }
 
 /** Reads `.env` from the working directory when present; variables already set win. */

@@ -4,6 +4,7 @@ import type { OpenAPIObject, ReferenceObject, SchemaObject } from '@nestjs/swagg
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HUB_VERSION } from '../hub-version.js';
 import { openApiTooling } from './openapi-decorators.js';
+import { PATH_NAMES_EXTENSION } from './route.decorator.js';
 
 const DESCRIPTION = `Management API of the compute hub.
 
@@ -42,12 +43,34 @@ function closeReplySchemas(document: OpenAPIObject): void {
         if (response && !('$ref' in response)) for (const media of Object.values(response.content ?? {})) close(media.schema);
 }
 
+/** Applies each operation's `pathNames` (route.decorator.ts) to its path and parameters. */
+function renamePathParameters(document: OpenAPIObject): void {
+  for (const [path, operations] of Object.entries(document.paths)) {
+    let renamed = path;
+    for (const operation of METHODS.map((method) => operations[method])) {
+      const extended = operation as unknown as Record<string, unknown> | undefined;
+      const names = extended?.[PATH_NAMES_EXTENSION] as Record<string, string> | undefined;
+      if (!operation || !extended || !names) continue;
+      delete extended[PATH_NAMES_EXTENSION];
+      for (const [from, to] of Object.entries(names)) {
+        renamed = renamed.replace(`{${from}}`, `{${to}}`);
+        for (const parameter of operation.parameters ?? []) if ('in' in parameter && parameter.in === 'path' && parameter.name === from) parameter.name = to;
+      }
+    }
+    if (renamed !== path) {
+      delete document.paths[path];
+      document.paths[renamed] = operations;
+    }
+  }
+}
+
 /**
  * What the decorators cannot say: `@Route` gives every operation that needs credentials its
  * security requirements, so the others are the public ones (api-map §0), which say so with an
  * empty list rather than by leaving it out; and the tags the controllers use are declared once.
  */
 function completed(document: OpenAPIObject): OpenAPIObject {
+  renamePathParameters(document);
   const tags = new Set<string>();
   for (const operations of Object.values(document.paths)) {
     for (const operation of METHODS.map((method) => operations[method])) {

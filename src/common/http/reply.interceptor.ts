@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
 import { acceptsBytes, ByteWindowReply, OCTET_STREAM } from './byte-reply.js';
 import { conditionMatches, entityTag, parseEntityTags, Versioned } from './entity-tag.js';
+import { StatusReply } from './status-reply.js';
 
 function resourceId(body: unknown): string | undefined {
   const record = body as { _id?: unknown; id?: unknown } | undefined;
@@ -28,10 +29,19 @@ function byteWindow(window: ByteWindowReply, context: ExecutionContext): unknown
   return window.message();
 }
 
+/** A reply as the service shaped it: its status, its headers, and JSON text sent as it is. */
+function statusReply(value: StatusReply, context: ExecutionContext): unknown {
+  const reply = context.switchToHttp().getResponse<FastifyReply>();
+  if (value.status !== undefined) void reply.status(value.status);
+  void reply.headers(value.headers);
+  if (value.rawJson) void reply.header('content-type', 'application/json; charset=utf-8');
+  return value.body;
+}
+
 /**
  * Turns a {@link Versioned} result into its body with an `ETag` (and `Location` for a creation),
  * and answers a GET whose `If-None-Match` still holds with 304; answers a {@link ByteWindowReply}
- * as the request's `Accept` asks.
+ * as the request's `Accept` asks, and a {@link StatusReply} as the service shaped it.
  */
 @Injectable()
 export class ReplyInterceptor implements NestInterceptor {
@@ -39,6 +49,7 @@ export class ReplyInterceptor implements NestInterceptor {
     return next.handle().pipe(
       map((value: unknown) => {
         if (value instanceof ByteWindowReply) return byteWindow(value, context);
+        if (value instanceof StatusReply) return statusReply(value, context);
         if (!(value instanceof Versioned)) return value;
         const result = value as Versioned<unknown>;
         const request = context.switchToHttp().getRequest<FastifyRequest>();

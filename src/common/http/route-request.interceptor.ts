@@ -34,7 +34,8 @@ function parseQuery(request: FastifyRequest, options: RouteOptions): void {
   const errors: FieldError[] = Object.keys(raw)
     .filter((name) => !(options.projection && (name === 'fields' || name === 'excludeFields')) && !Object.hasOwn(options.query ?? {}, name))
     .map((name) => ({ path: name, message: 'is not a parameter of this operation' }));
-  request.projection = parseProjection(options.projection, raw, errors);
+  // An operation whose own parameter is named `fields` (getRecords' columns) is no projection.
+  if (!Object.hasOwn(options.query ?? {}, 'fields')) request.projection = parseProjection(options.projection, raw, errors);
   if (errors.length > 0) throw invalidQuery(errors);
 }
 

@@ -105,7 +105,15 @@ export interface RouteOptions {
    * says when), also raw bytes of any media type (a stored result as its own content type).
    */
   readonly bytes?: true | { readonly rawAnyType: string } | { readonly key: 'message' };
+  /**
+   * Path parameters the document names otherwise than the route (router parameters cannot hold
+   * `-`): `{ workerIndex: 'worker-index' }` documents `:workerIndex` as `{worker-index}`.
+   */
+  readonly pathNames?: Readonly<Record<string, string>>;
 }
+
+/** The operation extension that carries `pathNames` to the document's completion (openapi.ts), which removes it. */
+export const PATH_NAMES_EXTENSION = 'x-hub-path-names';
 
 export const ROUTE_OPTIONS = 'hub:route';
 
@@ -339,6 +347,7 @@ export function Route(options: RouteOptions): MethodDecorator {
     ...(options.etag && ['PUT', 'PATCH', 'DELETE'].includes(options.method)
       ? [ApiHeader({ name: 'If-Match', required: false, description: 'Apply only if the resource still has this ETag' })]
       : []),
+    ...(options.pathNames ? [ApiExtension(PATH_NAMES_EXTENSION, options.pathNames)] : []),
     ...(options.etag && !writes ? [ApiHeader({ name: 'If-None-Match', required: false, description: 'Answer 304 if the resource still has this ETag' })] : []),
   );
 }
