@@ -18,11 +18,11 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Spawns `node <script>` with PORT set and waits until `readyPath` answers 200. */
-export async function startNode(script: string, env: Record<string, string>, readyPath: string): Promise<Started> {
+/** Spawns `node <nodeArgs> <script>` with PORT set and waits until `readyPath` answers 200. */
+export async function startNode(script: string, env: Record<string, string>, readyPath: string, nodeArgs: readonly string[] = []): Promise<Started> {
   const port = await freePort();
   const began = performance.now();
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -40,6 +40,8 @@ async function main(): Promise<void> {
       HUB_MAX_RUNNING_JOBS_PER_USER: '0',
     },
     '/health/ready',
+    // To profile the hub: BENCH_HUB_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (Node refuses --cpu-prof in NODE_OPTIONS).
+    process.env.BENCH_HUB_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
   );
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
