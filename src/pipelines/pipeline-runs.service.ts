@@ -101,6 +101,15 @@ interface RunRequest {
   readonly environment?: readonly { readonly name: string; readonly value: string }[];
 }
 
+/**
+ * First passes of runs created by triggers that the engine is given at once. A minute's firings
+ * create thousands of runs together; given all at once, their first passes would queue in the
+ * engine's slots ahead of every pass an announcement asks for (a job started or ended), so that no
+ * run would finish before all had been submitted. Fed a few at a time, runs enter the cluster as
+ * fast as the engine takes them, and the runs whose jobs ended finish meanwhile.
+ */
+const STARTS_AT_ONCE = 8;
+
 /** What a trigger's firing asks of runs: one of its pipeline, owned by its owner (as a caller: their groups as they are now). */
 export interface TriggerRunRequest {
   readonly owner: Caller;
@@ -131,6 +140,11 @@ function batchMemo(): BatchMemo {
  */
 @Injectable()
 export class PipelineRunsService {
+  /** Runs created by triggers whose first pass the engine has not been given yet (from `nextStart` on), and how many it is making. */
+  private readonly toStart: string[] = [];
+  private nextStart = 0;
+  private starting = 0;
+
   constructor(
     private readonly runs: PipelineRunsRepository,
     private readonly entries: PipelineEntriesRepository,
@@ -221,9 +235,32 @@ export class PipelineRunsService {
     return this.runs.insertMany(manager, runs);
   }
 
-  /** Submits the first nodes of runs inserted by insertForTriggers, once their transaction has committed. */
+  /**
+   * Submits the first nodes of runs inserted by insertForTriggers, once their transaction has
+   * committed: STARTS_AT_ONCE at a time, in the order given.
+   */
   advanceStarted(ids: readonly string[]): void {
-    for (const id of ids) void this.engine.advance(id);
+    for (const id of ids) this.toStart.push(id);
+    this.feedStarts();
+  }
+
+  private feedStarts(): void {
+    while (this.starting < STARTS_AT_ONCE && this.nextStart < this.toStart.length) {
+      const id = this.toStart[this.nextStart];
+      this.nextStart += 1;
+      this.starting += 1;
+      void this.engine
+        .advance(id)
+        .catch(() => undefined)
+        .then(() => {
+          this.starting -= 1;
+          this.feedStarts();
+        });
+    }
+    if (this.nextStart === this.toStart.length) {
+      this.toStart.length = 0;
+      this.nextStart = 0;
+    }
   }
 
   /** One (pipeline, owner, profile) of a batch: the pipeline as it is now, Execute on it, then the checks of any run. */
