@@ -141,21 +141,21 @@ export class TriggerFiringLoop implements OnApplicationBootstrap, OnModuleDestro
    */
   private async loop(): Promise<void> {
     const started: string[] = [];
+    // Passes side by side, each claiming its own batches (SKIP LOCKED) while they come back full; neither waits for the other's.
+    const passes = async () => {
+      while (!this.stopped) {
+        const pass = await this.pass();
+        started.push(...pass.started);
+        if (started.length >= HAND_OVER_AT) this.runs.advanceStarted(started.splice(0));
+        if (pass.claimed < CLAIM_BATCH) return;
+      }
+    };
     try {
       do {
         this.again = false;
-        // Passes side by side, each claiming its own batch (SKIP LOCKED), while batches come back full.
-        for (;;) {
-          if (this.stopped) break;
-          const settled = await Promise.allSettled(Array.from({ length: PARALLEL_PASSES }, () => this.pass()));
-          // A pass that failed rolled back; the runs of one that committed beside it start all the same.
-          const passes = settled.flatMap((pass) => (pass.status === 'fulfilled' ? [pass.value] : []));
-          for (const pass of passes) started.push(...pass.started);
-          const failed = settled.find((pass) => pass.status === 'rejected');
-          if (failed) throw failed.reason;
-          if (started.length >= HAND_OVER_AT) this.runs.advanceStarted(started.splice(0));
-          if (!passes.some((pass) => pass.claimed === CLAIM_BATCH)) break;
-        }
+        // A pass that failed rolled back; the runs of one that committed beside it start all the same (finally).
+        const failed = (await Promise.allSettled(Array.from({ length: PARALLEL_PASSES }, passes))).find((pass) => pass.status === 'rejected');
+        if (failed) throw failed.reason;
       } while (this.again && !this.stopped);
     } catch (error) {
       this.logger.error({ err: error }, 'Firing due triggers failed; trying again shortly');
