@@ -213,14 +213,12 @@ export class TriggerFiringLoop implements OnApplicationBootstrap, OnModuleDestro
       const asked = planned.flatMap(({ trigger, firings }) => firings.filter((firing) => !firing.refused).map((firing) => ({ trigger, firing })));
       const owners = await this.ownersOf(asked.map(({ trigger }) => trigger));
       const built = await this.runs.buildForTriggers(
-        asked.map(
-          ({ trigger, firing }): TriggerRunRequest => ({
-            owner: owners.get(trigger.ownerId) as Caller,
-            pipelineId: trigger.pipelineId,
-            executionProfileId: trigger.executionProfileId,
-            environment: firing.file ? [{ name: 'HUB_TRIGGER_FILE', value: firing.file.path }] : [],
-          }),
-        ),
+        asked.map(({ trigger, firing }): TriggerRunRequest => ({
+          owner: owners.get(trigger.ownerId) as Caller,
+          pipelineId: trigger.pipelineId,
+          executionProfileId: trigger.executionProfileId,
+          environment: firing.file ? [{ name: 'HUB_TRIGGER_FILE', value: firing.file.path }] : [],
+        })),
       );
       const runOf = new Map(asked.map(({ firing }, index) => [firing, built[index]]));
       const records: NewFiring[] = [];
