@@ -98,7 +98,6 @@ interface RunRequest {
   readonly spec: PipelineSpecShape;
   readonly executionProfileId: string;
   readonly entryPoint: string | null;
-  readonly environment?: readonly { readonly name: string; readonly value: string }[];
 }
 
 /**
@@ -322,7 +321,7 @@ export class PipelineRunsService {
       executionProfileId: profileId,
       spec: request.spec,
       entryPoint: request.entryPoint,
-      environment: request.environment ?? [],
+      environment: [],
       nodes: nodes.map((node) => node.name),
     };
   }
