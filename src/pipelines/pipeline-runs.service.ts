@@ -108,6 +108,12 @@ interface RunRequest {
  * fast as the engine takes them, and the runs whose jobs ended finish meanwhile.
  */
 const STARTS_AT_ONCE = 8;
+/**
+ * How long runs created by triggers wait to be fed to the engine while triggers are still being
+ * fired (see holdStarts) at the most: a due instant's firings take seconds, not more, unless
+ * triggers come due faster than a hub fires them, and then runs must start all the same.
+ */
+const MAX_HOLD_MS = 10_000;
 
 /** What a trigger's firing asks of runs: one of its pipeline, owned by its owner (as a caller: their groups as they are now). */
 export interface TriggerRunRequest {
@@ -143,6 +149,8 @@ export class PipelineRunsService {
   private readonly toStart: string[] = [];
   private nextStart = 0;
   private starting = 0;
+  /** Since when the firing loop holds the feed (see holdStarts). */
+  private heldSince?: number;
 
   constructor(
     private readonly runs: PipelineRunsRepository,
@@ -243,7 +251,18 @@ export class PipelineRunsService {
     this.feedStarts();
   }
 
+  /**
+   * Holds the runs created by triggers back from the engine while the firing loop fires (up to
+   * MAX_HOLD_MS), and lets them go on: the engine's passes and the jobs they submit would compete
+   * with the firings still to write for the database and the event loop, and delay them.
+   */
+  holdStarts(held: boolean): void {
+    this.heldSince = held ? performance.now() : undefined;
+    this.feedStarts();
+  }
+
   private feedStarts(): void {
+    if (this.heldSince !== undefined && performance.now() - this.heldSince < MAX_HOLD_MS) return;
     while (this.starting < STARTS_AT_ONCE && this.nextStart < this.toStart.length) {
       const id = this.toStart[this.nextStart];
       this.nextStart += 1;

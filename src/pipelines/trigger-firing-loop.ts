@@ -27,8 +27,6 @@ const CLAIM_BATCH = 1000;
  * its checks borrow others.
  */
 const PARALLEL_PASSES = 2;
-/** Runs created but not yet handed to the engine past which they are handed over even while due triggers remain. */
-const HAND_OVER_AT = 20_000;
 /** How soon a hub looks again at a due trigger that another hub holds (it is firing it). */
 const HELD_RETRY_MS = 250;
 const PRUNE_INTERVAL_MS = 3600_000;
@@ -135,25 +133,24 @@ export class TriggerFiringLoop implements OnApplicationBootstrap, OnModuleDestro
   }
 
   /**
-   * Fires until nothing is due. The runs created are handed to the engine once everything due has
-   * fired (or past HAND_OVER_AT of them): each is a pass of the engine and a job, which, started
-   * while thousands of firings remain, would take the pool and the event loop from them.
+   * Fires until nothing is due. The runs created wait to be fed to the engine until everything due
+   * has fired (PipelineRunsService.holdStarts): each is a pass of the engine and a job, which,
+   * started while thousands of firings remain, would take the database and the event loop from them.
    */
   private async loop(): Promise<void> {
-    const started: string[] = [];
     // Passes side by side, each claiming its own batches (SKIP LOCKED) while they come back full; neither waits for the other's.
     const passes = async () => {
       while (!this.stopped) {
         const pass = await this.pass();
-        started.push(...pass.started);
-        if (started.length >= HAND_OVER_AT) this.runs.advanceStarted(started.splice(0));
+        this.runs.advanceStarted(pass.started);
         if (pass.claimed < CLAIM_BATCH) return;
       }
     };
+    this.runs.holdStarts(true);
     try {
       do {
         this.again = false;
-        // A pass that failed rolled back; the runs of one that committed beside it start all the same (finally).
+        // A pass that failed rolled back; the runs of one that committed beside it start all the same.
         const failed = (await Promise.allSettled(Array.from({ length: PARALLEL_PASSES }, passes))).find((pass) => pass.status === 'rejected');
         if (failed) throw failed.reason;
       } while (this.again && !this.stopped);
@@ -162,7 +159,7 @@ export class TriggerFiringLoop implements OnApplicationBootstrap, OnModuleDestro
       this.arm(new Date(this.clock.now().getTime() + 1000));
       return;
     } finally {
-      this.runs.advanceStarted(started);
+      this.runs.holdStarts(false);
     }
     await this.rearm();
   }
