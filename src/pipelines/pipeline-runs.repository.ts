@@ -114,11 +114,10 @@ export type RunListRow = Pick<
 export class PipelineRunsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** A run and its nodes, all Waiting, in one transaction (the caller's, when it gives its manager). */
-  async insert(run: NewRun, within?: EntityManager): Promise<string> {
+  /** A run and its nodes, all Waiting: the statement of insertMany, for one. */
+  async insert(run: NewRun): Promise<string> {
     const id = randomUUID();
-    const insert = (manager: EntityManager) => this.insertMany(manager, [{ ...run, id }]);
-    await (within ? insert(within) : this.dataSource.transaction(insert));
+    await this.insertMany(this.dataSource.manager, [{ ...run, id }]);
     return id;
   }
 
