@@ -90,6 +90,11 @@ export default tseslint.config(
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
   {
+    // The library worker is a program of its own, run as a job: its standard output and error are its log.
+    files: ['src/libraries/worker/*.ts'],
+    rules: { 'no-console': 'off' },
+  },
+  {
     // Programs the hub ships for workloads (src/sessions/programs): plain Node.js, run as job users, outside the TypeScript project.
     files: ['src/**/programs/*.mjs'],
     ...tseslint.configs.disableTypeChecked,

@@ -5,8 +5,9 @@
 //   npm run queries          regenerates the files
 //   npm run queries:check    regenerates them in memory and fails, showing the difference, if a
 //                            committed file differs (CI runs this)
-// Seeds a throwaway database (hub_list_snapshots_<pid> on BENCH_DATABASE_URL or TEST_DATABASE_URL)
-// with bench/million.ts, runs each list through its repository as the hub does (the list machinery
+// Copies a database seeded with bench/million.ts (kept on the server as a template, seeded at the
+// first run: copySeededDatabase) into a throwaway one (hub_list_snapshots_<pid> on
+// BENCH_DATABASE_URL or TEST_DATABASE_URL), runs each list through its repository as the hub does (the list machinery
 // reports the SQL it runs) and asks PostgreSQL for each statement's plan without costs; ids are
 // masked, as they differ between runs. A plan that loses a declared index shows up in the diff,
 // and the run fails if a list's plans use none of the indexes its request relies on.
@@ -15,7 +16,8 @@
 // the planner may join a few small tables another way (a merge join for a nested loop), which is
 // no regression and must not fail CI; a large table read another way does.
 import 'reflect-metadata';
-import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
@@ -67,9 +69,10 @@ const LARGE_TABLE = 100_000;
 
 /**
  * A snapshot file with each plan reduced to how it reads the large tables: each run of plan lines
- * becomes one line listing the large tables' indexes it uses and the large tables it scans whole.
+ * becomes one line listing the large tables' indexes it uses (with `byTable`, only which large
+ * tables it reads through an index) and the large tables it scans whole.
  */
-function planShapes(text: string, indexTable: Map<string, string>, largeTables: Set<string>): string {
+function planShapes(text: string, indexTable: Map<string, string>, largeTables: Set<string>, byTable = false): string {
   const out: string[] = [];
   let reads: Set<string> | undefined;
   const flush = () => {
@@ -85,7 +88,10 @@ function planShapes(text: string, indexTable: Map<string, string>, largeTables: 
     reads ??= new Set();
     const scanned = /Seq Scan on "?([a-z0-9_]+)/i.exec(line)?.[1];
     if (scanned && largeTables.has(scanned)) reads.add(`seq scan ${scanned}`);
-    for (const index of indexesIn(line)) if (largeTables.has(indexTable.get(index) ?? '')) reads.add(index);
+    for (const index of indexesIn(line)) {
+      const table = indexTable.get(index) ?? '';
+      if (largeTables.has(table)) reads.add(byTable ? `an index of ${table}` : index);
+    }
   }
   flush();
   return out.join('\n');
@@ -103,6 +109,68 @@ function declaredFor(spec: ListQuerySpec, query: ReturnType<typeof parseListQuer
   return [...names(spec.indexes?.sorts[query.sort.key]), ...query.filters.flatMap((condition) => names(spec.indexes?.filters[condition.field]))];
 }
 
+/** What the seeded databases kept between runs are named after, with a hash of what made them. */
+const SEED_PREFIX = 'hub_list_seed_';
+
+/** One query's rows, on a connection of its own. */
+async function rows<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * `database`, made a copy of the seeded database kept on the server as a template, named after a
+ * hash of the seeding code and the migrations; seeded first (a million rows a table, two and a half
+ * minutes here) when there is none yet, and the templates of other hashes dropped. A copy takes
+ * seconds, and carries the template's statistics: the same plans from one run to the next, where
+ * every seeding's ANALYZE sampled other rows.
+ */
+async function copySeededDatabase(database: string): Promise<void> {
+  const hash = createHash('sha256');
+  const migrations = new URL('../migrations/', import.meta.url);
+  for (const file of [
+    new URL('./million.js', import.meta.url),
+    ...readdirSync(migrations)
+      .filter((name) => name.endsWith('.js'))
+      .sort()
+      .map((name) => new URL(name, migrations)),
+  ])
+    hash.update(readFileSync(file));
+  const template = `${SEED_PREFIX}${hash.digest('hex').slice(0, 12)}`;
+  const present = await rows(`SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate`, [template]);
+  if (present.length === 0) {
+    const building = `${template}_${process.pid}`;
+    await sql(SERVER_URL, `CREATE DATABASE ${building}`);
+    const url = databaseUrl(building);
+    const dataSource = new DataSource(dataSourceOptions(url, DatabaseModule.entities(), 4));
+    try {
+      await dataSource.initialize();
+      await migrate(dataSource);
+    } finally {
+      if (dataSource.isInitialized) await dataSource.destroy();
+    }
+    await seedMillion(url, MILLION, (line) => console.log(`  seeded ${line}`), { rebuildIndexes: true });
+    await seedDeployment(url, (line) => console.log(`  seeded ${line}`));
+    for (const { datname } of await rows<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) AND datname <> $2`, [
+      SEED_PREFIX,
+      building,
+    ])) {
+      await sql(SERVER_URL, `ALTER DATABASE ${datname} IS_TEMPLATE false`);
+      await sql(SERVER_URL, `DROP DATABASE ${datname} WITH (FORCE)`);
+    }
+    await sql(SERVER_URL, `ALTER DATABASE ${building} RENAME TO ${template}`);
+    await sql(SERVER_URL, `ALTER DATABASE ${template} IS_TEMPLATE true`);
+  } else console.log(`  seeded database kept from an earlier run: ${template}`);
+  const [{ version }] = await rows<{ version: number }>(`SELECT current_setting('server_version_num')::int AS version`);
+  // PostgreSQL 15's default strategy writes every block through the WAL; a file copy is much faster.
+  await sql(SERVER_URL, `CREATE DATABASE ${database} TEMPLATE ${template}${version >= 150000 ? ' STRATEGY = FILE_COPY' : ''}`);
+}
+
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   void AppModule; // loaded for its areas' entity declarations, and so every list is defined
@@ -113,7 +181,7 @@ async function main(): Promise<void> {
   }
   const began = performance.now();
   await sql(SERVER_URL, `DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-  await sql(SERVER_URL, `CREATE DATABASE ${DATABASE}`);
+  await copySeededDatabase(DATABASE);
   const url = databaseUrl(DATABASE);
   const dataSource = new DataSource(dataSourceOptions(url, DatabaseModule.entities(), 4));
   const client = new pg.Client({ connectionString: url });
@@ -124,8 +192,6 @@ async function main(): Promise<void> {
   try {
     await dataSource.initialize();
     await migrate(dataSource);
-    await seedMillion(url, MILLION, (line) => console.log(`  seeded ${line}`), { rebuildIndexes: true });
-    await seedDeployment(url, (line) => console.log(`  seeded ${line}`));
     await client.connect();
     const one = async (text: string) => (await client.query<{ id: string }>(text)).rows[0].id;
     const seeded: Seeded = {
@@ -227,6 +293,14 @@ async function main(): Promise<void> {
     if (committed === text) continue;
     if (check && planShapes(committed, indexTable, largeTables) === planShapes(text, indexTable, largeTables)) {
       console.log(`${path}: a plan joins small tables otherwise than committed, reading the large ones alike (npm run queries refreshes it)`);
+      continue;
+    }
+    // Where two indexes of a large table serve a page about equally (a namespace's firings: walk the
+    // time index, or fetch its triggers' firings and sort them), ANALYZE's random sample tips the
+    // planner either way from one seeding to the next. Still read through an index, never whole:
+    // passed with a note, and the declared-index check above still holds each plan to its declarations.
+    if (check && planShapes(committed, indexTable, largeTables, true) === planShapes(text, indexTable, largeTables, true)) {
+      console.log(`${path}: a plan reads a large table through another of its indexes than committed, none of them whole (npm run queries refreshes it)`);
       continue;
     }
     differ += 1;

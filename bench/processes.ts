@@ -18,7 +18,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Spawns `node <nodeArgs> <script>` with PORT set and waits until `readyPath` answers 200. */
+/** Spawns `node [nodeArgs] <script>` with PORT set and waits until `readyPath` answers 200. */
 export async function startNode(script: string, env: Record<string, string>, readyPath: string, nodeArgs: readonly string[] = []): Promise<Started> {
   const port = await freePort();
   const began = performance.now();
@@ -45,6 +45,13 @@ export async function stop(started: Started): Promise<void> {
   const exited = once(started.process, 'exit');
   started.process.kill('SIGTERM');
   await exited;
+}
+
+/** CPU milliseconds (user and system) a process has used so far (Linux: /proc/<pid>/stat, in ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  // The fields after the command's name, which is in parentheses and may hold spaces.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Resident set size of a process in MiB (Linux). */

@@ -8,12 +8,17 @@
 //   event's `when` (the moment the probe saw it listen);
 // - heartbeats: one Ready session, an open loop of PUT .../heartbeat at BENCH_HEARTBEAT_RATE (1,000)
 //   per second for 10 s (each request sent on its schedule, whether or not the previous answered),
-//   latency at the client p50 and p99;
+//   latency at the client p50 and p99, after BENCH_HEARTBEAT_WARMUP_SECONDS (2) at the same rate
+//   whose p99 is shown apart;
 // - proxy throughput: a 100 MiB file downloaded through the proxy, from the session directly (with
 //   its secret) and through a bare Node TCP relay in its own process (the practical limit of any
 //   user-space proxy on a small machine): MiB/s of each, the ratios, the hub's RSS before and at its
-//   highest during the proxied downloads.
+//   highest during the proxied downloads; BENCH_PROXY_ROUNDS (5) rounds of the three, the best of
+//   each and the median of the rounds' own ratios (a round's three downloads share its load).
 // Prints the figures and the load average; writes bench/results/sessions-<date>.json.
+// BENCH_SESSION_PARTS (starts,heartbeats,proxy: all by default) picks the parts; BENCH_HUB runs
+// another build's hub (a baseline's dist/src/main.js) and BENCH_HUB_NODE_ARGS gives its Node
+// arguments (--cpu-prof --cpu-prof-dir=...), so that a baseline and a change alternate in one run.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
@@ -21,15 +26,20 @@ import { request as httpRequest, Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { freePort, rssMiB, startNode, stop } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, nowMs, percentileOf as p, round, sleep, writeResults } from './support.js';
+import { cpuMs, freePort, rssMiB, startNode, stop } from './processes.js';
+import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, nowMs, percentile, percentileOf as p, round, sleep, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_sessions';
 const STARTS = Number(process.env.BENCH_SESSION_STARTS ?? 50);
 const HEARTBEAT_RATE = Number(process.env.BENCH_HEARTBEAT_RATE ?? 1000);
 const HEARTBEAT_SECONDS = 10;
+/** Seconds of heartbeats at the same rate before the measured ten, not counted: the hub's cold path (its JIT) is not what is measured. */
+const HEARTBEAT_WARMUP_SECONDS = Number(process.env.BENCH_HEARTBEAT_WARMUP_SECONDS ?? 2);
 const FILE_MIB = Number(process.env.BENCH_PROXY_MIB ?? 100);
-const DOWNLOADS = 3;
+/** Rounds of the three downloads, one after another in each: the machine's load drifts, so each round's ratio is taken within it. */
+const DOWNLOADS = Number(process.env.BENCH_PROXY_ROUNDS ?? 5);
+const PARTS = new Set((process.env.BENCH_SESSION_PARTS ?? 'starts,heartbeats,proxy').split(','));
+const HUB_SCRIPT = process.env.BENCH_HUB ?? HUB;
 
 interface Session {
   sessionID: string;
@@ -81,9 +91,16 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-sessions-'));
   chmodSync(dataDir, 0o711);
   const hub = await startNode(
-    HUB,
-    { DATABASE_URL: databaseUrl, HUB_ADMIN_PASSWORD: ADMIN_PASSWORD, HUB_DATA_DIR: dataDir, HUB_LOG_LEVEL: 'warn', HUB_MAX_RUNNING_JOBS_PER_USER: '0' },
+    HUB_SCRIPT,
+    {
+      DATABASE_URL: databaseUrl,
+      HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      HUB_DATA_DIR: dataDir,
+      HUB_LOG_LEVEL: 'warn',
+      HUB_MAX_RUNNING_JOBS_PER_USER: '0',
+    },
     '/health/ready',
+    (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter(Boolean),
   );
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -121,7 +138,7 @@ async function main(): Promise<void> {
     // Start → Ready.
     const toReady: number[] = [];
     const serverPart: number[] = [];
-    for (let i = 0; i < STARTS + 2; i += 1) {
+    for (let i = 0; PARTS.has('starts') && i < STARTS + 2; i += 1) {
       const sent = nowMs();
       const started = await start();
       const ready = await untilReady(started.sessionID);
@@ -142,10 +159,13 @@ async function main(): Promise<void> {
     // Heartbeats, open loop.
     const beating = await untilReady((await start()).sessionID);
     const beats: Promise<number>[] = [];
-    const total = HEARTBEAT_RATE * HEARTBEAT_SECONDS;
+    const warmup = HEARTBEAT_RATE * HEARTBEAT_WARMUP_SECONDS;
+    const total = warmup + HEARTBEAT_RATE * HEARTBEAT_SECONDS;
     const began = performance.now();
     let failedBeats = 0;
-    for (let i = 0; i < total; i += 1) {
+    let hubCpuAtWarmupEnd = 0;
+    for (let i = 0; PARTS.has('heartbeats') && i < total; i += 1) {
+      if (i === warmup) hubCpuAtWarmupEnd = cpuMs(hub.process.pid as number);
       const due = began + (i * 1000) / HEARTBEAT_RATE;
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
@@ -157,8 +177,12 @@ async function main(): Promise<void> {
         }),
       );
     }
-    const beatMs = await Promise.all(beats);
+    const allBeatMs = await Promise.all(beats);
     const heartbeatSeconds = (performance.now() - began) / 1000;
+    // What each measured heartbeat cost the hub in CPU, whatever it waited for (the reaper's and scheduler's passes included).
+    const hubCpuMsPerBeat = (cpuMs(hub.process.pid as number) - hubCpuAtWarmupEnd) / (total - warmup);
+    const warmupMs = allBeatMs.slice(0, warmup);
+    const beatMs = allBeatMs.slice(warmup);
 
     // Proxy throughput.
     const {
@@ -167,7 +191,7 @@ async function main(): Promise<void> {
       `SELECT s.port, s.secret, e.execution_dir AS dir FROM link_sessions s JOIN job_executions e ON e.job_id = s.job_id WHERE s.id = $1`,
       [beating.sessionID],
     );
-    writeFileSync(join(endpoint.dir, 'work', 'big.bin'), Buffer.alloc(FILE_MIB * 1024 * 1024, 7), { mode: 0o644 });
+    if (PARTS.has('proxy')) writeFileSync(join(endpoint.dir, 'work', 'big.bin'), Buffer.alloc(FILE_MIB * 1024 * 1024, 7), { mode: 0o644 });
     const relayPort = await freePort();
     const relay = spawn(process.execPath, ['-e', RELAY, String(relayPort), String(endpoint.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
     relays.push(relay);
@@ -185,7 +209,7 @@ async function main(): Promise<void> {
     const direct: number[] = [];
     const relayed: number[] = [];
     const secret = { 'x-hub-service-secret': endpoint.secret };
-    for (let i = 0; i < DOWNLOADS; i += 1) {
+    for (let i = 0; PARTS.has('proxy') && i < DOWNLOADS; i += 1) {
       proxied.push(
         await download(`${hub.url}/api/v2/linksessions/sessions/${beating.sessionID}/proxy/big.bin`, { 'x-session-token': beating.accessToken as string }),
       );
@@ -194,6 +218,11 @@ async function main(): Promise<void> {
     }
     clearInterval(sampler);
     const best = (values: number[]) => Math.max(...values);
+    const median = (values: number[]) =>
+      percentile(
+        [...values].sort((a, b) => a - b),
+        0.5,
+      );
 
     const results = {
       date: new Date().toISOString(),
@@ -202,11 +231,14 @@ async function main(): Promise<void> {
       serverStartToListen: { p50Ms: round(p(serverPart, 0.5)), p99Ms: round(p(serverPart, 0.99)) },
       heartbeats: {
         ratePerSecond: HEARTBEAT_RATE,
-        sent: total,
+        sent: total - warmup,
+        warmupSeconds: HEARTBEAT_WARMUP_SECONDS,
+        warmupP99Ms: round(p(warmupMs, 0.99), 2),
         achievedPerSecond: round(total / heartbeatSeconds),
         failed: failedBeats,
         p50Ms: round(p(beatMs, 0.5), 2),
         p99Ms: round(p(beatMs, 0.99), 2),
+        hubCpuMsPerBeat: round(hubCpuMsPerBeat, 3),
       },
       proxy: {
         fileMiB: FILE_MIB,
@@ -215,6 +247,9 @@ async function main(): Promise<void> {
         relayMiBps: round(best(relayed)),
         proxyToRelay: round(best(proxied) / best(relayed), 2),
         proxyToDirect: round(best(proxied) / best(direct), 2),
+        rounds: proxied.length,
+        medianRoundProxyToRelay: round(median(proxied.map((value, i) => value / relayed[i])), 2),
+        medianRoundProxyToDirect: round(median(proxied.map((value, i) => value / direct[i])), 2),
         hubRssBeforeMiB: rssBefore,
         hubRssHighestMiB: rssHighest,
       },

@@ -2,13 +2,13 @@
 // the node process starting to the first 200 of /health/ready, which means the database reachable
 // and this release's migrations applied, over several fresh processes (BENCH_START_RUNS, default
 // 7), with min, median and max. Two measures, alternated:
-// - `node dist/src/main.js` as it is run, timed by this process from spawning it to the first 200;
+// - `node dist/hub.js` (the bundle `npm run build` makes of dist/src/main.js) as it is run, timed by this process from spawning it to the first 200;
 // - the same start made step by step in a fresh child (`--child`), each step timed in the child
 //   since its process began: node's own start, loading the packages one after another (each
 //   figure what it adds), the hub's own modules, Nest's create (injection, the database), the
 //   HTTP hooks and routes, the bootstrap hooks, Fastify's ready, listening, the first
 //   /health/ready; then, after the start, the first /api/openapi.json (built on that request).
-// With BENCH_START_COMPARE=<directory of another built checkout>, that tree's dist/src/main.js is
+// With BENCH_START_COMPARE=<directory of another built checkout>, that tree's dist/hub.js is
 // started too, alternately with this one's, on the same database: a before/after in one run, at one
 // load (the CPU time each process spent to its 200, read from /proc, is the figure to compare on
 // a busy machine). Uses hub_bench_start_<pid> on BENCH_DATABASE_URL, migrated by a first start that is not counted.
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
       spawnedCpu.push(cpuOf(hub.process.pid!));
       await stop(hub);
       if (COMPARE) {
-        const other = await startNode(join(COMPARE, 'dist', 'src', 'main.js'), env, '/health/ready');
+        const other = await startNode(join(COMPARE, 'dist', 'hub.js'), env, '/health/ready');
         compared.push(other.startMs);
         comparedCpu.push(cpuOf(other.process.pid!));
         await stop(other);
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     };
     console.log(`\nHub start on external PostgreSQL, ${RUNS} fresh processes (ms); load average ${loadBefore} before, ${load()} after\n`);
     console.log(
-      '| node dist/src/main.js, spawn to the first 200 of /health/ready | wall min | median | max | CPU min | median | max |\n|---|---|---|---|---|---|---|',
+      '| node dist/hub.js, spawn to the first 200 of /health/ready | wall min | median | max | CPU min | median | max |\n|---|---|---|---|---|---|---|',
     );
     console.log(`| **this tree** | ${spread(spawned)} | ${spread(spawnedCpu)} |`);
     if (COMPARE) console.log(`| ${COMPARE} | ${spread(compared)} | ${spread(comparedCpu)} |`);

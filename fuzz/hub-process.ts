@@ -67,7 +67,7 @@ async function databaseServer(serverUrl: string | undefined): Promise<{ url: str
 }
 
 /**
- * Starts the built hub (`dist/src/main.js`) as a process on a fresh database of its own and a
+ * Starts the built hub (`dist/hub.js`) as a process on a fresh database of its own and a
  * temporary data directory, and resolves once it is ready.
  */
 export async function startHub(serverUrl: string | undefined): Promise<HubProcess> {
@@ -80,7 +80,7 @@ export async function startHub(serverUrl: string | undefined): Promise<HubProces
   // Enterable by jobs' users (the run may be root's), so that executions' directories stay in it.
   chmodSync(dataDir, 0o711);
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [resolve('dist/src/main.js')], {
+  const child: ChildProcess = spawn(process.execPath, [resolve('dist/hub.js')], {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),

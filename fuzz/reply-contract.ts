@@ -13,12 +13,14 @@ import formats from 'ajv-formats';
  * Routes the hub serves outside its document: the interactive documentation, its assets and the
  * document itself (`@nestjs/swagger` serves them, not a controller). Fastify's route templates.
  */
-export const OUTSIDE_THE_DOCUMENT: readonly string[] = [
-  '/api/docs',
-  '/api/docs/',
-  '/api/docs/*',
-  '/api/openapi.json',
-  // The link session proxy: its replies are the session's own (docs/sessions.md describes the hub's refusals).
+export const OUTSIDE_THE_DOCUMENT: readonly string[] = ['/api/docs', '/api/docs/', '/api/docs/*', '/api/openapi.json'];
+
+/**
+ * Routes that forward to a workload (the link session proxy): a reply they forwarded is the
+ * workload's own, which the document cannot describe; one the hub made itself (a refusal: 401, 404,
+ * 503, a failed upstream) is a problem as every other error reply is (docs/sessions.md).
+ */
+export const FORWARDING_ROUTES: readonly string[] = [
   '/api/v2/linksessions/sessions/{sessionId}/proxy',
   '/api/v2/linksessions/sessions/{sessionId}/proxy/',
   '/api/v2/linksessions/sessions/{sessionId}/proxy/*',
@@ -57,12 +59,14 @@ export interface ContractReply {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | string[] | number | undefined>>;
   readonly body: Buffer | string;
+  /** On a forwarding route: whether the reply was forwarded from the workload (its own, unchecked) rather than made by the hub. */
+  readonly forwarded?: boolean;
 }
 
 /** What the check found: the operation, named as `GET /path/{id} (operationId)`, and each violation. */
 export interface ContractCheck {
   readonly operation: string;
-  /** False when the reply is outside the document (OUTSIDE_THE_DOCUMENT): nothing was checked. */
+  /** False when the reply is outside the document (OUTSIDE_THE_DOCUMENT, or forwarded from a workload): nothing was checked. */
   readonly checked: boolean;
   readonly violations: readonly string[];
 }
@@ -179,6 +183,8 @@ export class ReplyContract {
     const route = reply.route?.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     if (route !== undefined && OUTSIDE_THE_DOCUMENT.includes(route)) return { operation: `${reply.method} ${route}`, checked: false, violations: [] };
     if (route === undefined) return this.checkUnrouted(reply);
+    if (FORWARDING_ROUTES.includes(route))
+      return reply.forwarded ? { operation: `${reply.method} ${route}`, checked: false, violations: [] } : this.checkRefusal(reply, route);
     const operationObject = this.document.paths[route]?.[method];
     const name = `${reply.method.toUpperCase()} ${route}${operationObject?.operationId ? ` (${operationObject.operationId})` : ''}`;
     this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
@@ -203,9 +209,20 @@ export class ReplyContract {
   /** A request no route took (an unknown path, a URL the router refused) is answered with a problem, 4xx. */
   private checkUnrouted(reply: ContractReply): ContractCheck {
     const operation = `${reply.method.toUpperCase()} (no route)`;
+    const violations = reply.status < 400 || reply.status >= 500 ? [`status ${reply.status} to a request no route took`] : [];
+    return this.checkProblem(reply, operation, violations);
+  }
+
+  /** What the hub answers itself on a forwarding route is a refusal: a problem, 4xx or 5xx. */
+  private checkRefusal(reply: ContractReply, route: string): ContractCheck {
+    const operation = `${reply.method.toUpperCase()} ${route} (the hub's own reply)`;
+    const violations = reply.status < 400 ? [`status ${reply.status} made by the hub on a route that forwards, not a refusal`] : [];
+    return this.checkProblem(reply, operation, violations);
+  }
+
+  /** A reply that must be a problem (application/problem+json, the document's schema), with what is already wrong with it. */
+  private checkProblem(reply: ContractReply, operation: string, violations: string[]): ContractCheck {
     this.counts.set(operation, (this.counts.get(operation) ?? 0) + 1);
-    const violations: string[] = [];
-    if (reply.status < 400 || reply.status >= 500) violations.push(`status ${reply.status} to a request no route took`);
     const mediaType = mediaTypeOf(String(reply.headers['content-type'] ?? ''));
     if (mediaType !== 'application/problem+json') violations.push(`content type ${JSON.stringify(mediaType)}, not application/problem+json`);
     else violations.push(...this.bodyViolations(reply.body, this.problem));

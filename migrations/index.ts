@@ -22,6 +22,7 @@ import { PipelineRuns1795450000000 } from './1795450000000-PipelineRuns.js';
 import { RunRevisions1795455000000 } from './1795455000000-RunRevisions.js';
 import { Triggers1795460000000 } from './1795460000000-Triggers.js';
 import { LinkSessions1795470000001 } from './1795470000001-LinkSessions.js';
+import { SessionEndpointsOnNodes1795482000000 } from './1795482000000-SessionEndpointsOnNodes.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -48,4 +49,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   RunRevisions1795455000000,
   Triggers1795460000000,
   LinkSessions1795470000001,
+  SessionEndpointsOnNodes1795482000000,
 ];

@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import { re2js } from '../common/on-first-use.js';
 
 /** The operators of a node constraint (api-map §4). */
 export const CONSTRAINT_OPERATORS = ['=', '!=', 'in', 'not_in', 'contains', 'regexp'] as const;
@@ -36,7 +36,7 @@ export function constraintValueProblem(constraint: NodeConstraint): string | und
   }
   if (constraint.operator === 'regexp') {
     try {
-      RE2JS.compile(constraint.value);
+      re2js().RE2JS.compile(constraint.value);
     } catch (error) {
       return `value is not a valid regular expression: ${(error as Error).message}`;
     }
@@ -76,7 +76,7 @@ export function meets(node: NodeFacts, constraint: NodeConstraint): boolean {
     case 'contains':
       return values.some((value) => value.includes(constraint.value));
     case 'regexp': {
-      const pattern = RE2JS.compile(`^(?:${constraint.value})$`);
+      const pattern = re2js().RE2JS.compile(`^(?:${constraint.value})$`);
       return values.some((value) => pattern.matches(value));
     }
   }

@@ -1,5 +1,12 @@
-import { CronTime } from 'cron';
-import { IANAZone } from 'luxon';
+import type * as Cron from 'cron';
+import type { CronTime } from 'cron';
+import type * as Luxon from 'luxon';
+import type { IANAZone } from 'luxon';
+import { onFirstUse } from '../common/on-first-use.js';
+
+/** The cron and time zone packages, loaded at the first schedule read, not at start. */
+const cron = onFirstUse<typeof Cron>('cron');
+const luxon = onFirstUse<typeof Luxon>('luxon');
 
 /** How far the search for the next due time may go, in matching wall-clock times: past it the schedule has none. */
 const SEARCH_LIMIT = 100_000;
@@ -22,6 +29,7 @@ export class ScheduleProblem extends Error {
 
 /** An IANA zone the hub's time-zone database knows; null for anything else (an empty string too). */
 export function knownZone(name: string): IANAZone | null {
+  const { IANAZone } = luxon();
   if (name.trim() === '' || !IANAZone.isValidZone(name)) return null;
   return IANAZone.create(name);
 }
@@ -45,7 +53,7 @@ export class CronSchedule {
     if (expression.trim().startsWith('@') || (fields !== 5 && fields !== 6))
       throw new ScheduleProblem('cronExpression', `cronExpression '${expression}' must have 5 fields, or 6 with seconds first`);
     try {
-      this.cron = new CronTime(expression, 'UTC');
+      this.cron = new (cron().CronTime)(expression, 'UTC');
     } catch (error) {
       throw new ScheduleProblem('cronExpression', `cronExpression '${expression}' is not a cron expression: ${(error as Error).message}`);
     }

@@ -1,4 +1,5 @@
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+import { re2js } from '../common/on-first-use.js';
 
 export const OBJECT_MATCHERS = ['simple', 'glob', 'regex'] as const;
 export type ObjectMatcherKind = (typeof OBJECT_MATCHERS)[number];
@@ -145,7 +146,7 @@ function escapeRegex(char: string): string {
 function re2Matcher(source: string, subjectType: string): ObjectMatcher {
   let pattern: RE2JS;
   try {
-    pattern = RE2JS.compile(`^(?:${source})$`);
+    pattern = re2js().RE2JS.compile(`^(?:${source})$`);
   } catch (error) {
     throw new SyntaxError((error as Error).message);
   }

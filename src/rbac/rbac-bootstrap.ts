@@ -20,7 +20,7 @@ export class RbacBootstrap implements OnApplicationBootstrap {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    for (const role of BUILT_IN_ROLES) await this.roles.upsertSystemRole(role);
+    await this.roles.upsertSystemRoles(BUILT_IN_ROLES);
     const administrator = await this.roles.findByName(ADMINISTRATOR_ROLE);
     if (!administrator) throw new Error(`The built-in role ${ADMINISTRATOR_ROLE} is missing`);
     for (const userId of await this.users.systemUserIds()) {

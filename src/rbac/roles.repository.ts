@@ -67,13 +67,16 @@ export class RolesRepository {
    * Creates a built-in role, or brings its description and permissions up to this release's;
    * safe when several hubs start together.
    */
-  async upsertSystemRole(role: RoleChanges): Promise<void> {
+  /** The built-in roles as given, in one statement: each inserted, or updated where this release changed it. */
+  async upsertSystemRoles(roles: readonly RoleChanges[]): Promise<void> {
     await this.dataSource.query(
-      `INSERT INTO roles (name, description, permissions, system, version) VALUES ($1, $2, $3::jsonb, true, 1)
+      `INSERT INTO roles (name, description, permissions, system, version)
+       SELECT given.name, given.description, given.permissions, true, 1
+         FROM jsonb_to_recordset($1::jsonb) AS given(name text, description text, permissions jsonb)
        ON CONFLICT (lower(name)) DO UPDATE SET description = excluded.description, permissions = excluded.permissions,
          version = roles.version + 1, modified = now()
        WHERE roles.system AND (roles.description IS DISTINCT FROM excluded.description OR roles.permissions <> excluded.permissions)`,
-      [role.name, role.description, JSON.stringify(role.permissions)],
+      [JSON.stringify(roles.map(({ name, description, permissions }) => ({ name, description, permissions })))],
     );
   }
 }

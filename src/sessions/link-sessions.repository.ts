@@ -22,8 +22,9 @@ export interface SessionRow {
   readonly clientDescription: string | null;
   readonly status: SessionStatus;
   readonly jobId: string | null;
-  readonly host: string;
-  readonly port: number;
+  /** Where it listens: null until its launch says (Slurm); set whenever it is Ready. */
+  readonly host: string | null;
+  readonly port: number | null;
   readonly secret: string;
   readonly accessToken: string;
   readonly readiness: Readiness;
@@ -48,6 +49,8 @@ export interface SessionChanges {
   readonly startDeadline?: Date | null;
   readonly lastHeartbeatTime?: Date;
   readonly nextExpectedHeartbeat?: Date;
+  /** Where it listens, when its launch picked that (with Ready). */
+  readonly endpoint?: { readonly host: string; readonly port: number };
   /** Appended to its events. */
   readonly event?: SessionEvent;
 }
@@ -246,6 +249,10 @@ export class LinkSessionsRepository {
     if (changes.startDeadline !== undefined) set('start_deadline', changes.startDeadline);
     if (changes.lastHeartbeatTime !== undefined) set('last_heartbeat_time', changes.lastHeartbeatTime);
     if (changes.nextExpectedHeartbeat !== undefined) set('next_expected_heartbeat', changes.nextExpectedHeartbeat);
+    if (changes.endpoint !== undefined) {
+      set('host', changes.endpoint.host);
+      set('port', changes.endpoint.port);
+    }
     if (changes.event !== undefined) {
       values.push(JSON.stringify([changes.event]));
       sets.push(`events = events || $${values.length}::jsonb`);

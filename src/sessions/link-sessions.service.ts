@@ -17,6 +17,7 @@ import { parseListQuery, type ListQuery } from '../common/query/list-query.js';
 import type { RawQuery } from '../common/query/query-values.js';
 import type { DeletedSessionsDto, HeartbeatDto, LinkSessionDto, SessionMessageDto, StartSessionDto } from './dto/link-session.dto.js';
 import { SESSION_LIST_QUERY } from './list-queries.js';
+import { SessionHeartbeats } from './session-heartbeats.js';
 import { LinkSessionsRepository, type SessionRow } from './link-sessions.repository.js';
 import { ending, isLive, SessionEngine, SESSION_KEY_PREFIX } from './session-engine.js';
 import { configurationObject, FILES_CONFIGURATION, maxRunSecondsOf, SessionConfigurationsService } from './session-configurations.service.js';
@@ -25,6 +26,8 @@ import { configurationObject, FILES_CONFIGURATION, maxRunSecondsOf, SessionConfi
 const DELETE_BATCH = 500;
 /** The task a session's job runs (ARCHITECTURE.md). */
 const SESSION_TASK = 'session';
+/** The variables a session process learns its endpoint from (docs/sessions.md). */
+const SESSION_ENDPOINT_VARIABLES = { host: 'HUB_SESSION_HOST', port: 'HUB_SESSION_PORT' };
 /** CPUs a session's job reserves (ClusterService.run reserves one for every workload today). */
 const RESERVED_CPUS = 1;
 
@@ -77,6 +80,7 @@ export class LinkSessionsService {
     private readonly sessions: LinkSessionsRepository,
     private readonly configurations: SessionConfigurationsService,
     private readonly engine: SessionEngine,
+    private readonly heartbeats: SessionHeartbeats,
     private readonly cluster: ClusterService,
     private readonly endpoints: ServiceEndpoints,
     private readonly namespaces: NamespacesService,
@@ -116,6 +120,8 @@ export class LinkSessionsService {
         `Session configuration '${name}' lives ${configuration.maxLifetimeSeconds} s, above execution profile '${profile.name}''s maxRunSeconds (${maxRun})`,
       );
     const endpoint = await this.endpoints.allocate();
+    // Told where to listen: the hub's port on the local driver, the one its launch picks on a Slurm node.
+    const launch = this.endpoints.launch(endpoint, this.configurations.launchOf(configuration), SESSION_ENDPOINT_VARIABLES);
     const id = randomUUID();
     const now = this.clock.now();
     const job = await this.cluster.run({
@@ -126,10 +132,11 @@ export class LinkSessionsService {
       owner: { id: caller.userId, name: caller.userName },
       task: {
         name: SESSION_TASK,
-        ...this.configurations.launchOf(configuration),
+        command: launch.command,
+        args: launch.args,
         envVars: [
           ...configuration.envVars.filter((variable) => !variable.name.startsWith('HUB_SESSION_')),
-          { name: 'HUB_SESSION_PORT', value: String(endpoint.port) },
+          ...launch.envVars,
           { name: 'HUB_SESSION_ID', value: id },
           { name: 'HUB_SESSION_SECRET', value: endpoint.secret },
         ],
@@ -228,8 +235,7 @@ export class LinkSessionsService {
   }
 
   async heartbeat(caller: Caller, id: string): Promise<HeartbeatDto> {
-    const now = this.clock.now();
-    const next = await this.sessions.heartbeat(id, caller.userId, now, new Date(now.getTime() + this.config.sessionHeartbeatInterval * 1000));
+    const next = await this.heartbeats.beat(id, caller.userId);
     if (next !== undefined) return { nextExpectedHeartbeat: next };
     // Not taken: another user's session (404), or one that has ended (409).
     const row = await this.own(caller, id);

@@ -20,13 +20,14 @@ import {
   type SessionConfigurationRow,
 } from './dto/session-configuration.dto.js';
 import { NamespacesService } from '../namespaces/namespaces.service.js';
+import { sourceFile } from '../common/source-files.js';
 import { SessionConfigurationsRepository, type SessionConfigurationChanges } from './session-configurations.repository.js';
 
 /** The configuration a start that names none uses, shipped with the hub. */
 export const FILES_CONFIGURATION = 'files';
 
-/** The `files` server, beside this module in src/ and, copied by the build, in dist/ (see nest-cli.json). */
-const FILES_SERVER = new URL('programs/files-server.mjs', import.meta.url);
+/** The `files` server, beside this module in src/ and, copied by the build, in dist/src/ (see nest-cli.json). */
+const FILES_SERVER = sourceFile('sessions/programs/files-server.mjs');
 
 export function configurationNotFound(name: string): NotFoundError {
   return new NotFoundError(`Session configuration '${name}' not found`);

@@ -86,11 +86,14 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
     const jobId = session.jobId;
     void this.endpoints
       .ready(jobId, { host: session.host, port: session.port, secret: session.secret }, session.readiness, probe.signal)
-      .then(async (at) => {
-        if (at)
-          await this.transition(session.id, (current) =>
-            current.status === 'Pending' ? { status: 'Ready', readyTime: at, startDeadline: null, event: event('Ready', at) } : undefined,
-          );
+      .then(async (seen) => {
+        if (!seen) return;
+        const { at, endpoint } = seen;
+        await this.transition(session.id, (current) =>
+          current.status === 'Pending'
+            ? { status: 'Ready', readyTime: at, startDeadline: null, endpoint: { host: endpoint.host, port: endpoint.port }, event: event('Ready', at) }
+            : undefined,
+        );
       })
       .catch((error: unknown) => this.logger.error({ err: error, sessionId: session.id }, 'A session readiness probe failed'))
       .finally(() => {

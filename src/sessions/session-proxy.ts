@@ -19,7 +19,17 @@ export const SESSION_TOKEN_HEADER = 'x-session-token';
 
 /** What the proxy resolved for a request it forwards. */
 const TARGET = Symbol('sessionTarget');
-type Targeted = FastifyRequest & { [TARGET]?: SessionRow };
+/** Set once the session's own reply has come: what the reply then carries is the session's, not the hub's. */
+const FORWARDED = Symbol('forwardedFromSession');
+type Targeted = FastifyRequest & { [TARGET]?: SessionRow; [FORWARDED]?: true };
+
+/**
+ * Whether the reply to `request` is a session's own, forwarded by the proxy, rather than the hub's
+ * (a refusal, or a failed upstream): the reply check (fuzz/reply-contract.ts) checks only the hub's.
+ */
+export function forwardedFromSession(request: FastifyRequest): boolean {
+  return (request as Targeted)[FORWARDED] === true;
+}
 
 /** Headers the hub sets (replacing any a client sent) or removes before forwarding (api-map §8). */
 const STRIPPED = [
@@ -41,6 +51,12 @@ function sameToken(given: string, token: string): boolean {
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The origin of a Ready session's server (an IPv6 host in brackets). */
+function upstreamOf(session: SessionRow): string {
+  const host = session.host ?? '';
+  return `http://${host.includes(':') ? `[${host}]` : host}:${session.port}`;
 }
 
 /** The headers a forwarded request carries: the client's, less the hub's credentials, with who asked and the session's secret. */
@@ -95,8 +111,12 @@ export class SessionProxy implements OnModuleInit {
         );
       },
       replyOptions: {
-        getUpstream: (request) => `http://${(request as Targeted)[TARGET]?.host}:${(request as Targeted)[TARGET]?.port}`,
+        getUpstream: (request) => upstreamOf((request as Targeted)[TARGET] as SessionRow),
         rewriteRequestHeaders: (request, headers) => forwardedHeaders(request as FastifyRequest, (request as Targeted)[TARGET] as SessionRow, headers),
+        onResponse: (request, reply, response) => {
+          (request as Targeted)[FORWARDED] = true;
+          void reply.send(response.stream);
+        },
       },
       // The library's types leave out what it calls to make the upstream handshake's headers.
       wsClientOptions: {

@@ -12,6 +12,7 @@ import { LinkSessionsService } from './link-sessions.service.js';
 import { SessionConfigurationsRepository } from './session-configurations.repository.js';
 import { SessionConfigurationsService } from './session-configurations.service.js';
 import { SessionEngine } from './session-engine.js';
+import { SessionHeartbeats } from './session-heartbeats.js';
 import { SessionProxy } from './session-proxy.js';
 
 /**
@@ -22,7 +23,15 @@ import { SessionProxy } from './session-proxy.js';
 @Module({
   imports: [DatabaseModule.forFeature([LinkSession]), AuthModule, NamespacesModule, RbacModule, ClusterModule, ExecutionProfilesModule],
   controllers: [LinkSessionsController],
-  providers: [LinkSessionsService, LinkSessionsRepository, SessionConfigurationsService, SessionConfigurationsRepository, SessionEngine, SessionProxy],
+  providers: [
+    LinkSessionsService,
+    LinkSessionsRepository,
+    SessionConfigurationsService,
+    SessionConfigurationsRepository,
+    SessionEngine,
+    SessionHeartbeats,
+    SessionProxy,
+  ],
   exports: [LinkSessionsService, SessionConfigurationsService],
 })
 export class SessionsModule {}

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { ReplyContract, type ContractDocument, type ContractReply } from '../../fuzz/reply-contract.js';
 import { ConflictError } from '../../src/common/errors/hub-errors.js';
+import { problemBody } from '../../src/common/errors/problem.filter.js';
 import { Versioned } from '../../src/common/http/entity-tag.js';
 import { NamespacesService } from '../../src/namespaces/namespaces.service.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
@@ -133,6 +134,20 @@ describe('every reply checked against the OpenAPI document', () => {
         'status 200 to a request no route took',
         'content type "application/json", not application/problem+json',
       ]);
+    });
+
+    it("leaves a session's own reply through the proxy unchecked, and checks the hub's own replies there as problems", () => {
+      const contract = new ReplyContract(document);
+      const proxy = { route: '/api/v2/linksessions/sessions/:sessionId/proxy/*', headers: { 'content-type': 'text/html' }, body: '<p>the session</p>' };
+      expect(contract.check(reply({ ...proxy, forwarded: true })).checked).toBe(false);
+      expect(contract.check(reply({ ...proxy, status: 404 })).violations).toEqual(['content type "text/html", not application/problem+json']);
+      expect(contract.check(reply({ ...proxy, status: 200 })).violations).toEqual([
+        'status 200 made by the hub on a route that forwards, not a refusal',
+        'content type "text/html", not application/problem+json',
+      ]);
+      const problem = JSON.stringify(problemBody('r', { status: 503, detail: 'Link session x is Pending, not Ready' }));
+      const refusal = contract.check(reply({ ...proxy, status: 503, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: problem }));
+      expect(refusal).toEqual({ checked: true, operation: "GET /api/v2/linksessions/sessions/{sessionId}/proxy/* (the hub's own reply)", violations: [] });
     });
 
     it('finds the template of a concrete path, a fixed segment before a parameter', () => {

@@ -174,6 +174,28 @@ describe('the link session proxy', () => {
     expect(status).toBe(404);
   });
 
+  it('answers a problem of its own when the session’s server drops the connection', async () => {
+    // Its CPU for the next session (the tests before are done with it).
+    await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${files.sessionID}`, headers: user });
+    await post(
+      `${BASE}/configurations`,
+      {
+        name: 'hangup',
+        command: process.execPath,
+        args: ['-e', "require('node:net').createServer((socket) => socket.destroy()).listen(Number(process.env.HUB_SESSION_PORT), '127.0.0.1')"],
+        readiness: { type: 'port' },
+      },
+      admin,
+    );
+    const hangup = await ready((await post(SESSIONS, { configuration: 'hangup' })).json<Session>().sessionID);
+    expect(hangup.status).toBe('Ready');
+    // Checked by the harness as every refusal of the hub's is: a problem, not the session's reply.
+    const response = await get(proxied(hangup, 'x'), token(hangup));
+    expect(response.statusCode).toBeGreaterThanOrEqual(500);
+    expectProblem(response, response.statusCode);
+    await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${hangup.sessionID}`, headers: user });
+  });
+
   it('answers 503 to the owner while the session is not Ready', async () => {
     const pending = (await post(SESSIONS, { configuration: 'echo' })).json<Session>();
     await post(`${BASE}/configurations`, { name: 'slow', command: 'sleep', args: ['30'], readiness: { type: 'port' } }, admin);

@@ -259,6 +259,25 @@ describe('link sessions', () => {
       expectProblem(await hub.inject({ method: 'PUT', url: `${SESSIONS}/${session.sessionID}/heartbeat`, headers: admin }), 404);
     });
 
+    it('takes heartbeats sent at once in shared writes, each answered with a time no earlier than it was sent, the last one what is kept', async () => {
+      const sent = Date.now();
+      const beats = await Promise.all(
+        Array.from({ length: 30 }, (_, index) =>
+          hub.inject({ method: 'PUT', url: `${SESSIONS}/${session.sessionID}/heartbeat`, headers: index % 10 === 9 ? other : user }),
+        ),
+      );
+      // Another user's beats among them are still 404, and change nothing of the owner's.
+      expect(beats.map((beat) => beat.statusCode)).toEqual(Array.from({ length: 30 }, (_, index) => (index % 10 === 9 ? 404 : 200)));
+      const answered = beats
+        .filter((beat) => beat.statusCode === 200)
+        .map((beat) => Date.parse(beat.json<{ nextExpectedHeartbeat: string }>().nextExpectedHeartbeat));
+      for (const next of answered) expect(next).toBeGreaterThanOrEqual(sent + 60_000);
+      const after = (await get(`${SESSIONS}/${session.sessionID}`)).json<Session>();
+      expect(Date.parse(after.nextExpectedHeartbeat)).toBe(Math.max(...answered));
+      // Fewer writes than beats: those that came while one was under way shared the next.
+      expect(new Set(answered).size).toBeLessThan(answered.length);
+    });
+
     it('is listed among its owner’s sessions, newest first', async () => {
       const mine = (await get(`${BASE}/me/sessions`)).json<{ totalCount: number; data: Session[] }>();
       expect(mine.data.map((each) => each.sessionID)).toContain(session.sessionID);

@@ -6,9 +6,9 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort, startHubProcess, type RunningHub } from './hub-process.js';
 
-const MAIN = resolve('dist/src/main.js');
+const MAIN = resolve('dist/hub.js');
 
-/** Starts `node dist/src/main.js` and resolves once /health/ready answers 200, or rejects with its output. */
+/** Starts `node dist/hub.js` and resolves once /health/ready answers 200, or rejects with its output. */
 async function startHub(dataDir: string, env: Record<string, string> = {}): Promise<RunningHub> {
   const port = await freePort();
   return startHubProcess(process.execPath, [MAIN], {

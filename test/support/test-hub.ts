@@ -2,12 +2,13 @@ import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, read
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ReplyContract, type ContractDocument } from '../../fuzz/reply-contract.js';
 import { AppModule } from '../../src/app.module.js';
 import { loadHubConfig } from '../../src/common/config/hub-config.js';
 import { createHubApp } from '../../src/common/http/hub-app.js';
 import { createRootLogger } from '../../src/common/logging/hub-logger.js';
+import { forwardedFromSession } from '../../src/sessions/session-proxy.js';
 import { createDatabaseFromTemplate, databaseUrl, dropDatabase, SERVER_URL_VARIABLE, TEMPLATE_VARIABLE } from './test-database.js';
 
 /**
@@ -88,12 +89,12 @@ async function runDocument(app: NestFastifyApplication): Promise<ContractDocumen
   }
 }
 
-/** The route that took each request (`undefined`: none did), by the raw response `inject` hands back. */
-const routes = new WeakMap<object, string | undefined>();
+/** The request each raw response `inject` hands back answered: the route that took it (`undefined`: none did), and whether it was forwarded. */
+const requests = new WeakMap<object, FastifyRequest>();
 
 function recordRoutes(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', (request, reply, done) => {
-    routes.set(reply.raw, request.routeOptions.url);
+    requests.set(reply.raw, request);
     done();
   });
 }
@@ -101,10 +102,11 @@ function recordRoutes(fastify: FastifyInstance): void {
 async function checkedReply(app: NestFastifyApplication, options: InjectOptions, response: InjectResponse): Promise<InjectResponse> {
   const started = performance.now();
   contract ??= runDocument(app).then((document) => new ReplyContract(document));
-  const raw = response.raw.res as object;
+  const request = requests.get(response.raw.res);
   const check = (await contract).check({
     method: options.method ?? 'GET',
-    route: routes.get(raw),
+    route: request?.routeOptions.url,
+    forwarded: request !== undefined && forwardedFromSession(request),
     status: response.statusCode,
     headers: response.headers,
     body: response.rawPayload,

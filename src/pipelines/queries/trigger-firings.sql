@@ -299,20 +299,25 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --                                           Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --                   ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
 --                         Index Cond: (trigger_id = scoped.id)
---     InitPlan 2 (returns $6)
+--     InitPlan 2 (returns $5)
 --       ->  Limit
---             ->  Gather Merge
---                   Workers Planned: 2
---                   ->  Nested Loop Semi Join
---                         ->  Parallel Index Scan Backward using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing_2
---                         ->  Nested Loop
---                               ->  Index Scan using "PK_5d1f3b7a9c2e4a6b8d0f1c3e5a7b9d2f" on pipeline_triggers scoped_1
---                                     Index Cond: (id = firing_2.trigger_id)
---                               ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry_1
---                                     Index Cond: (id = scoped_1.pipeline_id)
---                                     Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
+--             ->  Sort
+--                   Sort Key: firing_2.trigger_time DESC, firing_2.id DESC
+--                   ->  Nested Loop
+--                         ->  HashAggregate
+--                               Group Key: scoped_1.id
+--                               ->  Nested Loop
+--                                     ->  Seq Scan on pipeline_triggers scoped_1
+--                                     ->  Memoize
+--                                           Cache Key: scoped_1.pipeline_id
+--                                           Cache Mode: logical
+--                                           ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry_1
+--                                                 Index Cond: (id = scoped_1.pipeline_id)
+--                                                 Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
+--                         ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--                               Index Cond: (trigger_id = scoped_1.id)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($6))
+--           Index Cond: (id = ANY ($5))
 
 -- GET /pipelines/firings?filter[triggerId][EQ]=<a trigger> (a user narrowed to one namespace)
 -- page read by keys: the sort's index does not serve triggerId in its order

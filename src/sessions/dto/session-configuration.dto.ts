@@ -32,7 +32,8 @@ const MAX_SECONDS = 365 * 86400;
 export class SessionReadinessDto {
   @ApiProperty({
     enum: READINESS_TYPES,
-    description: 'stdout: ready when a line of stdout matches `pattern`; port: when a listener of the session’s own user accepts on HUB_SESSION_PORT',
+    description:
+      'stdout: ready when a line of stdout matches `pattern`; port: when a listener of the session’s own user accepts on HUB_SESSION_PORT (on a Slurm node, whose sockets the hub cannot see: when the port its launch picked accepts a connection)',
   })
   @IsIn(READINESS_TYPES, { message: `readiness.type must be one of ${READINESS_TYPES.join(', ')}` })
   type!: (typeof READINESS_TYPES)[number];

@@ -43,11 +43,12 @@ export class LinkSession {
   @Column({ name: 'job_id', type: 'uuid', nullable: true })
   jobId!: string | null;
 
-  @Column({ type: 'text' })
-  host!: string;
+  /** Where it listens; null until its launch says (Slurm), set whenever it is Ready. */
+  @Column({ type: 'text', nullable: true })
+  host!: string | null;
 
-  @Column({ type: 'integer' })
-  port!: number;
+  @Column({ type: 'integer', nullable: true })
+  port!: number | null;
 
   @Column({ type: 'text' })
   secret!: string;

@@ -1,8 +1,9 @@
 // The `files` link session's server, shipped with the hub (api-map §8, §9): it serves the session's
 // working directory over HTTP, a listing at `/` (and at every directory), files below. It runs as
-// the session's owner, listens on 127.0.0.1:$HUB_SESSION_PORT, and answers nothing to a request
-// without the session's secret in X-Hub-Service-Secret: other jobs on the node can reach the port,
-// only the hub's proxy knows the secret. Node.js's standard library only: nothing to install.
+// the session's owner, listens on $HUB_SESSION_HOST:$HUB_SESSION_PORT (127.0.0.1 on the local
+// driver, the node's address on Slurm), and answers nothing to a request without the session's
+// secret in X-Hub-Service-Secret: other jobs on the node can reach the port, only the hub's proxy
+// knows the secret. Node.js's standard library only: nothing to install.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { opendir, realpath, stat } from 'node:fs/promises';
@@ -72,5 +73,6 @@ const server = createServer(async (request, response) => {
   }
 });
 
-server.listen(port, '127.0.0.1', () => console.log(`files server listening on 127.0.0.1:${port}`));
+const host = process.env.HUB_SESSION_HOST || '127.0.0.1';
+server.listen(port, host, () => console.log(`files server listening on ${host}:${port}`));
 for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => server.close(() => process.exit(0)));

@@ -1,0 +1,81 @@
+// Running queries in the worker's one DuckDB instance: a few connections (DuckDB runs one query per
+// connection at a time, and a slow distinct-values scan must not hold up a page of records), each
+// with its prepared statements kept by SQL text, and every query abortable: an aborted signal
+// interrupts the connection running it.
+import type { DuckDBConnection, DuckDBInstance, DuckDBPreparedStatement, DuckDBValue } from '@duckdb/node-api';
+
+/** Statements kept per connection: a page of records is a handful of distinct SQL texts per dataset. */
+const STATEMENTS_KEPT = 128;
+
+export class QueryCancelledError extends Error {
+  constructor() {
+    super('The query was cancelled');
+  }
+}
+
+interface Slot {
+  readonly connection: DuckDBConnection;
+  readonly statements: Map<string, DuckDBPreparedStatement>;
+}
+
+export class Queries {
+  private readonly idle: Slot[] = [];
+  private readonly waiting: ((slot: Slot) => void)[] = [];
+
+  private constructor(slots: Slot[]) {
+    this.idle.push(...slots);
+  }
+
+  static async open(instance: DuckDBInstance, connections: number): Promise<Queries> {
+    const slots: Slot[] = [];
+    for (let i = 0; i < connections; i++) slots.push({ connection: await instance.connect(), statements: new Map() });
+    return new Queries(slots);
+  }
+
+  /** The rows of `sql` with `params`, each an array of JS values in column order; rejects with QueryCancelledError once `signal` aborts. */
+  async rows(sql: string, params: readonly unknown[], signal?: AbortSignal): Promise<unknown[][]> {
+    if (signal?.aborted) throw new QueryCancelledError();
+    const slot = await this.acquire();
+    const interrupt = () => slot.connection.interrupt();
+    signal?.addEventListener('abort', interrupt);
+    try {
+      let statement = slot.statements.get(sql);
+      if (!statement) {
+        statement = await slot.connection.prepare(sql);
+        if (slot.statements.size >= STATEMENTS_KEPT) {
+          const oldest = slot.statements.keys().next().value as string;
+          slot.statements.get(oldest)?.destroySync();
+          slot.statements.delete(oldest);
+        }
+        slot.statements.set(sql, statement);
+      } else {
+        // Most recently used last: the oldest is the one evicted.
+        slot.statements.delete(sql);
+        slot.statements.set(sql, statement);
+      }
+      if (params.length > 0) statement.bind(params as DuckDBValue[]);
+      else statement.clearBindings();
+      const reader = await statement.runAndReadAll();
+      if (signal?.aborted) throw new QueryCancelledError();
+      return reader.getRowsJS();
+    } catch (error) {
+      if (signal?.aborted) throw new QueryCancelledError();
+      throw error;
+    } finally {
+      signal?.removeEventListener('abort', interrupt);
+      this.release(slot);
+    }
+  }
+
+  private acquire(): Promise<Slot> {
+    const slot = this.idle.pop();
+    if (slot) return Promise.resolve(slot);
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(slot: Slot): void {
+    const next = this.waiting.shift();
+    if (next) next(slot);
+    else this.idle.push(slot);
+  }
+}
