@@ -3,7 +3,9 @@
 // (default 100, each a PipelineDeveloper in namespace default), each starting a one-node pipeline
 // of `true`, on the local driver with 2 slots:
 // - the hub's CPU while idle before the first due time (the triggers armed, nothing due);
-// - for BENCH_TRIGGER_MINUTES due minutes (default 1): the delay from each due time to its firing
+// - for BENCH_TRIGGER_MINUTES due minutes (default 2: the first pays each owner's first job identity,
+//   a uid allocated and looked up with getent once per owner; the next fires while the engine and
+//   the cluster run the runs of the one before, the steady state): the delay from each due time to its firing
 //   (and run) inserted, p50/p99/max, from the firings' own rows (their `created` made
 //   clock_timestamp() in this database, so that it is when the row was written, not when its
 //   transaction began); whether every trigger fired once per minute;
@@ -20,7 +22,7 @@ import { ADMIN_PASSWORD, clientOf, dropDatabase, freshDatabase, HUB, login, perc
 const DATABASE = 'hub_bench_triggers';
 const TRIGGERS = Number(process.env.BENCH_TRIGGERS ?? 10_000);
 const OWNERS = Number(process.env.BENCH_TRIGGER_OWNERS ?? 100);
-const MINUTES = Number(process.env.BENCH_TRIGGER_MINUTES ?? 1);
+const MINUTES = Number(process.env.BENCH_TRIGGER_MINUTES ?? 2);
 const IDLE_SECONDS = 20;
 const PASSWORD = 'bench-trigger-owner-password';
 
@@ -40,6 +42,8 @@ async function main(): Promise<void> {
       HUB_MAX_RUNNING_JOBS_PER_USER: '0',
     },
     '/health/ready',
+    // To profile the hub: BENCH_HUB_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (Node refuses --cpu-prof in NODE_OPTIONS).
+    process.env.BENCH_HUB_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
   );
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();

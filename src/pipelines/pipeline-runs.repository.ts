@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -82,6 +83,11 @@ export interface NewRun {
   readonly nodes: readonly string[];
 }
 
+/** A run to insert under the id the hub gave it. */
+export interface IdentifiedRun extends NewRun {
+  readonly id: string;
+}
+
 const RUN_COLUMNS = `r.id, r.namespace_id AS "namespaceId", n.name AS "namespaceName", r.pipeline_id AS "pipelineId", r.owner_id AS "ownerId",
   r.owner_name AS "ownerName", r.execution_profile_id AS "executionProfileId", r.spec, r.entry_point AS "entryPoint", r.environment, r.state, r.cancelled,
   ${isoTime('r.created')} AS created, ${isoTime('r.started_at')} AS "startedAt", ${isoTime('r.finished_at')} AS "finishedAt"`;
@@ -108,21 +114,55 @@ export type RunListRow = Pick<
 export class PipelineRunsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** A run and its nodes, all Waiting, in one transaction (the caller's, when it gives its manager). */
-  async insert(run: NewRun, within?: EntityManager): Promise<string> {
-    const insert = async (manager: EntityManager) => {
-      const [{ id }]: { id: string }[] = await manager.query(
-        `INSERT INTO pipeline_runs (namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, spec, entry_point, environment)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-        [run.namespaceId, run.pipelineId, run.owner.id, run.owner.name, run.executionProfileId, run.spec, run.entryPoint, JSON.stringify(run.environment)],
-      );
-      await manager.query(
-        `INSERT INTO pipeline_run_nodes (run_id, name, position) SELECT $1, name, position - 1 FROM unnest($2::text[]) WITH ORDINALITY AS t(name, position)`,
-        [id, run.nodes],
-      );
-      return id;
+  /** A run and its nodes, all Waiting: the statement of insertMany, for one. */
+  async insert(run: NewRun): Promise<string> {
+    const id = randomUUID();
+    await this.insertMany(this.dataSource.manager, [{ ...run, id }]);
+    return id;
+  }
+
+  /**
+   * Runs and their nodes, all Waiting, in one statement of the caller's transaction, under the ids
+   * the hub gave them (a trigger's firing names its run before either is written). Each distinct
+   * spec is sent once: a batch of firings starts many runs of few pipelines.
+   */
+  async insertMany(manager: EntityManager, runs: readonly IdentifiedRun[]): Promise<void> {
+    if (runs.length === 0) return;
+    const specs: PipelineSpecShape[] = [];
+    const nodeLists: (readonly string[])[] = [];
+    const indexes = new Map<PipelineSpecShape, Map<readonly string[], number>>();
+    const indexOf = (run: IdentifiedRun): number => {
+      const byNodes = indexes.get(run.spec) ?? new Map<readonly string[], number>();
+      indexes.set(run.spec, byNodes);
+      let index = byNodes.get(run.nodes);
+      if (index === undefined) {
+        index = specs.push(run.spec) - 1;
+        nodeLists.push(run.nodes);
+        byNodes.set(run.nodes, index);
+      }
+      return index;
     };
-    return within ? insert(within) : this.dataSource.transaction(insert);
+    const rows = runs.map((run) => ({
+      id: run.id,
+      namespace_id: run.namespaceId,
+      pipeline_id: run.pipelineId,
+      owner_id: run.owner.id,
+      owner_name: run.owner.name,
+      execution_profile_id: run.executionProfileId,
+      spec: indexOf(run),
+      entry_point: run.entryPoint,
+      environment: run.environment,
+    }));
+    await manager.query(
+      `WITH given AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, namespace_id uuid, pipeline_id uuid, owner_id uuid, owner_name text,
+           execution_profile_id uuid, spec int, entry_point text, environment jsonb)),
+         runs AS (INSERT INTO pipeline_runs (id, namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, spec, entry_point, environment)
+           SELECT id, namespace_id, pipeline_id, owner_id, owner_name, execution_profile_id, $2::jsonb -> spec, entry_point, environment FROM given RETURNING id)
+       INSERT INTO pipeline_run_nodes (run_id, name, position)
+       SELECT given.id, node.name, node.position - 1
+       FROM runs JOIN given ON given.id = runs.id, jsonb_array_elements_text($3::jsonb -> given.spec) WITH ORDINALITY AS node(name, position)`,
+      [JSON.stringify(rows), JSON.stringify(specs), JSON.stringify(nodeLists)],
+    );
   }
 
   async find(id: string, manager: EntityManager = this.dataSource.manager): Promise<RunRow | null> {

@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { parseByteWindow } from '../cluster/byte-window.js';
 import { ClusterService } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, storedLogKey } from '../cluster/files-copied-out.js';
-import { ConflictError, NotFoundError, RefusedError } from '../common/errors/hub-errors.js';
+import { ConflictError, HubError, NotFoundError, RefusedError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import { ByteWindowReply } from '../common/http/byte-reply.js';
 import type { Caller } from '../common/http/caller.js';
@@ -28,7 +29,7 @@ import { attemptProblems, pathProblems, type RunNodeSpec } from './node-launch.j
 import { nodeStore, PipelineEngine, runStorePrefix } from './pipeline-engine.js';
 import { pipelineEntryNotFound } from './pipeline-entries.service.js';
 import { PipelineEntriesRepository } from './pipeline-entries.repository.js';
-import { PipelineRunsRepository, type NodeRow, type RunListRow, type RunRow } from './pipeline-runs.repository.js';
+import { PipelineRunsRepository, type IdentifiedRun, type NewRun, type NodeRow, type RunListRow, type RunRow } from './pipeline-runs.repository.js';
 import { validatePipelineSpec, type PipelineSpecShape } from './pipeline-validation.js';
 
 const LOG_TYPES = ['stdout', 'stderr'];
@@ -97,7 +98,44 @@ interface RunRequest {
   readonly spec: PipelineSpecShape;
   readonly executionProfileId: string;
   readonly entryPoint: string | null;
-  readonly environment?: readonly { readonly name: string; readonly value: string }[];
+}
+
+/**
+ * First passes of runs created by triggers that the engine is given at once. A minute's firings
+ * create thousands of runs together; given all at once, their first passes would queue in the
+ * engine's slots ahead of every pass an announcement asks for (a job started or ended), so that no
+ * run would finish before all had been submitted. Fed a few at a time, runs enter the cluster as
+ * fast as the engine takes them, and the runs whose jobs ended finish meanwhile.
+ */
+const STARTS_AT_ONCE = 8;
+/**
+ * How long runs created by triggers wait to be fed to the engine while triggers are still being
+ * fired (see holdStarts) at the most: a due instant's firings take seconds, not more, unless
+ * triggers come due faster than a hub fires them, and then runs must start all the same.
+ */
+const MAX_HOLD_MS = 10_000;
+
+/** What a trigger's firing asks of runs: one of its pipeline, owned by its owner (as a caller: their groups as they are now). */
+export interface TriggerRunRequest {
+  readonly owner: Caller;
+  readonly pipelineId: string;
+  readonly executionProfileId: string;
+  readonly environment: readonly { readonly name: string; readonly value: string }[];
+}
+
+/** Runs `work` once per key for as long as the memo is kept: one batch's reads and decisions, shared by its runs. */
+type BatchMemo = <T>(key: string, work: () => Promise<T>) => Promise<T>;
+
+function batchMemo(): BatchMemo {
+  const kept = new Map<string, Promise<unknown>>();
+  return <T>(key: string, work: () => Promise<T>) => {
+    let done = kept.get(key) as Promise<T> | undefined;
+    if (!done) {
+      done = work();
+      kept.set(key, done);
+    }
+    return done;
+  };
 }
 
 /**
@@ -107,6 +145,13 @@ interface RunRequest {
  */
 @Injectable()
 export class PipelineRunsService {
+  /** Runs created by triggers whose first pass the engine has not been given yet (from `nextStart` on), and how many it is making. */
+  private readonly toStart: string[] = [];
+  private nextStart = 0;
+  private starting = 0;
+  /** Since when the firing loop holds the feed (see holdStarts). */
+  private heldSince?: number;
+
   constructor(
     private readonly runs: PipelineRunsRepository,
     private readonly entries: PipelineEntriesRepository,
@@ -162,41 +207,103 @@ export class PipelineRunsService {
   }
 
   /**
-   * A run of a stored pipeline for a trigger's firing, owned by the trigger's owner (`owner`), with
-   * the refusals of submit (a RefusedError, whose `errors` say why) and Execute on the pipeline;
-   * inserted in the caller's transaction (`manager`), so that the firing and its run are one
-   * commit. The caller then hands its id to `advanceStarted`, after that commit. The quota never
-   * refuses it: the run's nodes wait for room.
+   * The runs of a batch of trigger firings (trigger-firing-loop.ts), each owned by its trigger's
+   * owner, built but not written: for each request its run (under an id given now, which its
+   * firing records) or the HubError that refuses it, with the refusals of submit and Execute on
+   * the pipeline. Each distinct (pipeline, owner, profile) is checked once, concurrently, as a
+   * single run is; the pipelines read and the decisions made are kept for this call only, as rights,
+   * pipelines and profiles may change before the next batch. The quota never refuses: the run's
+   * nodes wait for room. The caller writes the runs with `insertForTriggers` in the transaction
+   * that records the firings, then hands them to `advanceStarted` after its commit.
    */
-  async startForTrigger(
-    owner: Caller,
-    trigger: { readonly pipelineId: string; readonly executionProfileId: string; readonly environment: readonly { name: string; value: string }[] },
-    manager: EntityManager,
-  ): Promise<string> {
-    const entry = await this.entries.findById(trigger.pipelineId);
-    if (!entry || entry.type !== 'Pipeline') throw new RefusedError('The pipeline was deleted', [`pipeline ${trigger.pipelineId} no longer exists`]);
-    const namespace = { id: entry.namespaceId, name: entry.namespaceName };
-    await this.access.require(owner, `/Pipelines/${entry.id}`, 'Execute', namespace);
-    return this.insertRun(
-      owner,
-      {
-        namespace,
-        pipelineId: entry.id,
-        spec: entry.spec ?? {},
-        executionProfileId: trigger.executionProfileId,
-        entryPoint: null,
-        environment: trigger.environment,
-      },
-      manager,
+  async buildForTriggers(requests: readonly TriggerRunRequest[]): Promise<(IdentifiedRun | HubError)[]> {
+    const once = batchMemo();
+    const templates = new Map<string, Promise<NewRun | HubError>>();
+    const templateOf = (request: TriggerRunRequest) => {
+      const key = `${request.pipelineId} ${request.owner.userId} ${request.executionProfileId.toLowerCase()}`;
+      let template = templates.get(key);
+      if (!template) {
+        template = this.checkForTrigger(request, once).catch((error: unknown) => {
+          if (error instanceof HubError) return error;
+          throw error;
+        });
+        templates.set(key, template);
+      }
+      return template;
+    };
+    const built = await Promise.all(requests.map(templateOf));
+    return built.map((template, index) =>
+      template instanceof HubError ? template : { ...template, id: randomUUID(), environment: requests[index].environment },
     );
   }
 
-  /** Submits the first nodes of runs inserted by startForTrigger, once their transaction has committed. */
-  advanceStarted(ids: readonly string[]): void {
-    for (const id of ids) void this.engine.advance(id);
+  /** Writes runs built by buildForTriggers, with their nodes, in the caller's transaction. */
+  insertForTriggers(manager: EntityManager, runs: readonly IdentifiedRun[]): Promise<void> {
+    return this.runs.insertMany(manager, runs);
   }
 
-  private async insertRun(caller: Caller, request: RunRequest, manager?: EntityManager): Promise<string> {
+  /**
+   * Submits the first nodes of runs inserted by insertForTriggers, once their transaction has
+   * committed: STARTS_AT_ONCE at a time, in the order given.
+   */
+  advanceStarted(ids: readonly string[]): void {
+    for (const id of ids) this.toStart.push(id);
+    this.feedStarts();
+  }
+
+  /**
+   * Holds the runs created by triggers back from the engine while the firing loop fires (up to
+   * MAX_HOLD_MS), and lets them go on: the engine's passes and the jobs they submit would compete
+   * with the firings still to write for the database and the event loop, and delay them.
+   */
+  holdStarts(held: boolean): void {
+    this.heldSince = held ? performance.now() : undefined;
+    this.feedStarts();
+  }
+
+  private feedStarts(): void {
+    if (this.heldSince !== undefined && performance.now() - this.heldSince < MAX_HOLD_MS) return;
+    while (this.starting < STARTS_AT_ONCE && this.nextStart < this.toStart.length) {
+      const id = this.toStart[this.nextStart];
+      this.nextStart += 1;
+      this.starting += 1;
+      void this.engine
+        .advance(id)
+        .catch(() => undefined)
+        .then(() => {
+          this.starting -= 1;
+          this.feedStarts();
+        });
+    }
+    if (this.nextStart === this.toStart.length) {
+      this.toStart.length = 0;
+      this.nextStart = 0;
+    }
+  }
+
+  /** One (pipeline, owner, profile) of a batch: the pipeline as it is now, Execute on it, then the checks of any run. */
+  private async checkForTrigger(request: TriggerRunRequest, once: BatchMemo): Promise<NewRun> {
+    const entry = await once(`pipeline ${request.pipelineId}`, () => this.entries.findById(request.pipelineId));
+    if (!entry || entry.type !== 'Pipeline') throw new RefusedError('The pipeline was deleted', [`pipeline ${request.pipelineId} no longer exists`]);
+    const namespace = { id: entry.namespaceId, name: entry.namespaceName };
+    await this.access.require(request.owner, `/Pipelines/${entry.id}`, 'Execute', namespace);
+    return this.prepare(
+      request.owner,
+      { namespace, pipelineId: entry.id, spec: entry.spec ?? {}, executionProfileId: request.executionProfileId, entryPoint: null },
+      once,
+    );
+  }
+
+  private async insertRun(caller: Caller, request: RunRequest): Promise<string> {
+    return this.runs.insert(await this.prepare(caller, request));
+  }
+
+  /**
+   * The run asked for, checked: the spec's problems, the profile (known, bound to the namespace,
+   * usable by the caller there), variables the profile sets, the caller's job identity (once per
+   * owner in a batch: `once`).
+   */
+  private async prepare(caller: Caller, request: RunRequest, once: BatchMemo = batchMemo()): Promise<NewRun> {
     const problems = validatePipelineSpec(request.spec);
     const nodes = (request.spec.nodes ?? []) as RunNodeSpec[];
     if (problems.length === 0) nodes.forEach((node, index) => problems.push(...attemptProblems(node, index), ...pathProblems(node, index)));
@@ -225,20 +332,17 @@ export class PipelineRunsService {
             );
       });
     if (problems.length > 0) throw new RefusedError(`The run was refused: ${problems.length} problem${problems.length > 1 ? 's' : ''}`, problems);
-    await this.cluster.checkOwner({ id: caller.userId, name: caller.userName });
-    return this.runs.insert(
-      {
-        namespaceId: request.namespace.id,
-        pipelineId: request.pipelineId,
-        owner: { id: caller.userId, name: caller.userName },
-        executionProfileId: profileId,
-        spec: request.spec,
-        entryPoint: request.entryPoint,
-        environment: request.environment ?? [],
-        nodes: nodes.map((node) => node.name),
-      },
-      manager,
-    );
+    await once(`owner ${caller.userId}`, () => this.cluster.checkOwner({ id: caller.userId, name: caller.userName }));
+    return {
+      namespaceId: request.namespace.id,
+      pipelineId: request.pipelineId,
+      owner: { id: caller.userId, name: caller.userName },
+      executionProfileId: profileId,
+      spec: request.spec,
+      entryPoint: request.entryPoint,
+      environment: [],
+      nodes: nodes.map((node) => node.name),
+    };
   }
 
   /** Runs in `scope`, and the caller's own wherever they are; newest first unless sorted. */

@@ -58,6 +58,13 @@ export interface NewFiring {
   readonly error: string | null;
 }
 
+/** Where a handled trigger goes on: its next due instant (null: none left), and the latest triggerTime it fired (null: none). */
+export interface TriggerAdvance {
+  readonly id: string;
+  readonly nextDue: Date | null;
+  readonly lastTriggered: Date | null;
+}
+
 /** A file as a poll saw it. */
 export interface SeenFile {
   readonly path: string;
@@ -76,12 +83,6 @@ const LIST_EXTRA = { created: isoTime('trigger.created'), modified: isoTime('tri
 
 const FIRING_COLUMNS = ['triggerId', 'state', 'runId', 'error'];
 const FIRING_EXTRA = { triggerTime: isoTime('firing.trigger_time') };
-
-const CLAIM_KEYS = {
-  Cron: "(trigger_id, trigger_time) WHERE kind = 'Cron'",
-  Arrival: "(trigger_id, path, size, mtime) WHERE kind = 'Arrival'",
-  Existence: "(trigger_id, trigger_time, path) WHERE kind = 'Existence'",
-} as const;
 
 @Injectable()
 export class PipelineTriggersRepository {
@@ -186,42 +187,56 @@ export class PipelineTriggersRepository {
     return row.due;
   }
 
-  /** Up to `limit` triggers due by `now`, locked for the transaction; those another hub holds are skipped (it fires them). */
+  /**
+   * Up to `limit` triggers due by `now`, locked for the transaction; those another hub holds are
+   * skipped (it fires them). Earliest first; of those due together, by pipeline, owner and profile,
+   * so that a batch's runs share their checks (PipelineRunsService.buildForTriggers).
+   */
   async claimDue(manager: EntityManager, now: Date, limit: number): Promise<TriggerRow[]> {
     return manager.query(
       `SELECT ${TRIGGER_COLUMNS} FROM ${TRIGGER_FROM}
-       WHERE t.id IN (SELECT id FROM pipeline_triggers WHERE next_due IS NOT NULL AND next_due <= $1 ORDER BY next_due LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+       WHERE t.id IN (SELECT id FROM pipeline_triggers WHERE next_due IS NOT NULL AND next_due <= $1
+         ORDER BY next_due, pipeline_id, owner_id, execution_profile_id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
       [now, limit],
     );
   }
 
-  /** Records a firing unless its claim key was fired already; whether it was recorded. */
-  async insertFiring(manager: EntityManager, firing: NewFiring): Promise<boolean> {
-    const rows: unknown[] = await manager.query(
-      `INSERT INTO pipeline_trigger_firings (trigger_id, trigger_time, kind, path, size, mtime, state, run_id, error)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT ${CLAIM_KEYS[firing.kind]} DO NOTHING RETURNING id`,
+  /**
+   * After a batch of claimed triggers was handled, in one statement: records its firings, each
+   * unless its claim key (api-map §7, the unique partial indexes of the Triggers migration) was
+   * fired already, and moves each trigger on to its next due instant, with the latest triggerTime
+   * it fired. The runs of the firings recorded, by id (those of the others must not be written).
+   */
+  async recordFirings(manager: EntityManager, firings: readonly NewFiring[], advances: readonly TriggerAdvance[]): Promise<Set<string>> {
+    const rows: { runId: string }[] = await manager.query(
+      `WITH recorded AS (
+         INSERT INTO pipeline_trigger_firings (trigger_id, trigger_time, kind, path, size, mtime, state, run_id, error)
+         SELECT f.trigger_id, f.trigger_time, f.kind, f.path, f.size, f.mtime, CASE WHEN f.run_id IS NULL THEN 'Failed' ELSE 'Success' END, f.run_id,
+           CASE WHEN f.run_id IS NULL THEN f.error END
+         FROM jsonb_to_recordset($1::jsonb) AS f(trigger_id uuid, trigger_time timestamptz, kind text, path text, size bigint, mtime timestamptz, run_id uuid, error text)
+         ON CONFLICT DO NOTHING RETURNING run_id),
+       advanced AS (
+         UPDATE pipeline_triggers t SET next_due = a.next_due,
+           last_triggered = CASE WHEN a.last_triggered IS NULL THEN t.last_triggered ELSE greatest(t.last_triggered, a.last_triggered) END
+         FROM jsonb_to_recordset($2::jsonb) AS a(id uuid, next_due timestamptz, last_triggered timestamptz) WHERE t.id = a.id)
+       SELECT run_id AS "runId" FROM recorded WHERE run_id IS NOT NULL`,
       [
-        firing.triggerId,
-        firing.triggerTime,
-        firing.kind,
-        firing.file?.path ?? null,
-        firing.file?.size ?? null,
-        firing.file?.mtime ?? null,
-        firing.runId ? 'Success' : 'Failed',
-        firing.runId,
-        firing.runId ? null : firing.error,
+        JSON.stringify(
+          firings.map((firing) => ({
+            trigger_id: firing.triggerId,
+            trigger_time: firing.triggerTime,
+            kind: firing.kind,
+            path: firing.file?.path ?? null,
+            size: firing.file?.size ?? null,
+            mtime: firing.file?.mtime ?? null,
+            run_id: firing.runId,
+            error: firing.error,
+          })),
+        ),
+        JSON.stringify(advances.map((advance) => ({ id: advance.id, next_due: advance.nextDue, last_triggered: advance.lastTriggered }))),
       ],
     );
-    return rows.length > 0;
-  }
-
-  /** After a claimed trigger was handled: its next due instant, and the latest triggerTime it fired. */
-  async advance(manager: EntityManager, id: string, nextDue: Date | null, lastTriggered: Date | null): Promise<void> {
-    await manager.query(
-      `UPDATE pipeline_triggers SET next_due = $2, last_triggered = CASE WHEN $3::timestamptz IS NULL THEN last_triggered ELSE greatest(last_triggered, $3::timestamptz) END
-       WHERE id = $1`,
-      [id, nextDue, lastTriggered],
-    );
+    return new Set(rows.map((row) => row.runId));
   }
 
   /**

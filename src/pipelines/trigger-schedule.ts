@@ -13,6 +13,9 @@ const SEARCH_LIMIT = 100_000;
 /** The windows back from now in which the latest missed due time is looked for, smallest first (ms). */
 const CATCH_UP_WINDOWS = [60_000, 3600_000, 86_400_000, 32 * 86_400_000, 367 * 86_400_000];
 const DAY_MS = 86_400_000;
+/** Schedules kept parsed, by expression and zone (cleared whole past it); and due times each keeps, by the instant asked after. */
+const MAX_SCHEDULES = 1000;
+const MAX_KEPT_DUES = 64;
 
 /** Why a cron expression or a time zone was refused, for a 400 naming the field. */
 export class ScheduleProblem extends Error {
@@ -42,6 +45,8 @@ export function knownZone(name: string): IANAZone | null {
 export class CronSchedule {
   private readonly cron: CronTime;
   private readonly zone: IANAZone;
+  /** nextAfter's answers: a pure function of the instant, asked alike for every trigger of a batch that shares the schedule. */
+  private readonly dues = new Map<number, number | null>();
 
   constructor(expression: string, timezone = 'UTC') {
     const fields = expression.trim().split(/\s+/).length;
@@ -59,6 +64,15 @@ export class CronSchedule {
 
   /** The first due instant strictly after `after` (ms), or null when the schedule has none. */
   nextAfter(after: number): number | null {
+    const kept = this.dues.get(after);
+    if (kept !== undefined) return kept;
+    const due = this.searchAfter(after);
+    if (this.dues.size >= MAX_KEPT_DUES) this.dues.clear();
+    this.dues.set(after, due);
+    return due;
+  }
+
+  private searchAfter(after: number): number | null {
     // Wall-clock times are handled as if they were UTC instants, so that the library never meets a transition.
     let wall = this.wallOf(after);
     for (let step = 0; step < SEARCH_LIMIT; step += 1) {
@@ -117,6 +131,25 @@ export class CronSchedule {
   }
 }
 
+const schedules = new Map<string, CronSchedule>();
+
+/**
+ * The schedule of a stored trigger's spec, kept parsed: parsing and checking the zone cost about
+ * a millisecond each (luxon's zone check most of it), which a batch of thousands of triggers
+ * sharing a few expressions would otherwise pay once per trigger. A schedule never changes: only
+ * its expression and zone make it.
+ */
+export function scheduleOf(expression: string, timezone = 'UTC'): CronSchedule {
+  const key = `${timezone} ${expression}`;
+  let schedule = schedules.get(key);
+  if (!schedule) {
+    schedule = new CronSchedule(expression, timezone);
+    if (schedules.size >= MAX_SCHEDULES) schedules.clear();
+    schedules.set(key, schedule);
+  }
+  return schedule;
+}
+
 /** The first poll instant strictly after `after`: `anchor` + k × `periodMs` (api-map §7: poll instants are due times like cron's). */
 export function nextPollAfter(anchor: number, periodMs: number, after: number): number {
   if (after < anchor) return anchor + periodMs;
@@ -142,7 +175,7 @@ export const DEFAULT_POLL_MS = 30_000;
  */
 export function dueAfter(spec: DueSpec, anchor: number, after: number): number | null {
   if (spec.type === 'File') return nextPollAfter(anchor, spec.pollSeconds ? spec.pollSeconds * 1000 : DEFAULT_POLL_MS, after);
-  const schedule = new CronSchedule(spec.cronExpression ?? '', spec.timezone);
+  const schedule = scheduleOf(spec.cronExpression ?? '', spec.timezone);
   const start = spec.startTime ? Date.parse(spec.startTime) - 1 : -Infinity;
   const due = schedule.nextAfter(Math.max(after, anchor, start));
   return due !== null && spec.endTime && due > Date.parse(spec.endTime) ? null : due;
@@ -159,6 +192,6 @@ export function dueToFire(spec: DueSpec, anchor: number, due: number, now: numbe
     return Math.max(due, anchor + Math.floor((now - anchor) / period) * period);
   }
   const end = spec.endTime ? Math.min(now, Date.parse(spec.endTime)) : now;
-  const latest = new CronSchedule(spec.cronExpression ?? '', spec.timezone).latestIn(due, end);
+  const latest = scheduleOf(spec.cronExpression ?? '', spec.timezone).latestIn(due, end);
   return latest ?? due;
 }
