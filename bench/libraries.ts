@@ -89,6 +89,7 @@ async function main(): Promise<void> {
     },
     '/health/ready',
   );
+  let unpublish: () => Promise<void> = () => Promise.resolve();
   try {
     const auth = { authorization: `Bearer ${await login(hub)}` };
     const json = { ...auth, 'content-type': 'application/json' };
@@ -113,6 +114,8 @@ async function main(): Promise<void> {
     );
     if (published.status !== 201) throw new Error(`publishing failed: ${published.body}`);
     const id = (JSON.parse(published.body) as { id: string }).id;
+    // Unpublished before the hub stops: its workers are processes of their own, which outlive it.
+    unpublish = () => call(`${hub.url}/api/v2/libraries/published/${id}`, 'DELETE', auth).then(() => undefined);
     began = performance.now();
     for (;;) {
       const status = JSON.parse((await call(`${hub.url}/api/v2/libraries/published/${id}/status`, 'GET', auth)).body) as {
@@ -226,6 +229,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(results, null, 2));
     writeResults('libraries', results);
   } finally {
+    await unpublish().catch(() => undefined);
     await stop(hub);
     await dropDatabase(DATABASE).catch(() => undefined);
     rmSync(dataDir, { recursive: true, force: true });
