@@ -1,8 +1,10 @@
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RequestMethod } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { ACTIONS, ROUTE_OPTIONS, type Action, type HttpMethod, type RouteAccess, type RouteOptions } from '../../src/common/http/route.decorator.js';
-import { ADMIN_PASSWORD, ADMIN_USER, bearer, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { ADMIN_PASSWORD, ADMIN_USER, bearer, enterableTempDir, startTestHub, type InjectResponse, type TestHub } from '../support/test-hub.js';
+import { writeData } from '../libraries/support.js';
 
 /**
  * Every route of the hub is guarded (api-map §0, §6): a table with one row per route, each with a
@@ -40,6 +42,11 @@ interface Fixtures {
   readonly job: string;
   readonly execution: string;
   readonly pipelineEntry: string;
+  readonly libraryDefinition: string;
+  readonly doomedLibraryDefinition: string;
+  readonly publishableDefinition: string;
+  readonly publishedLibrary: string;
+  readonly doomedPublishedLibrary: string;
   readonly doomedPipelineEntry: string;
   readonly run: string;
   readonly doomedRun: string;
@@ -73,7 +80,31 @@ const FIXTURE_NAMES = {
   doomedProfile: 'rbac-doomed-profile',
   pipelineEntry: 'rbac-fixture-pipeline',
   doomedPipelineEntry: 'rbac-doomed-pipeline',
+  libraryDefinition: 'rbac-fixture-library',
+  doomedLibraryDefinition: 'rbac-doomed-library',
+  publishableDefinition: 'rbac-publishable-library',
+  doomedPublishedLibrary: 'rbac-doomed-published',
 } as const;
+
+/** The directory of the fixture libraries (one CSV file, `orders`), under the hub's HUB_LIBRARY_ROOTS. */
+const LIBRARY_ROOT = enterableTempDir('hub-rbac-libraries-');
+const LIBRARY_PATH = join(LIBRARY_ROOT, 'sales');
+const LIBRARY_BODY = (name: string) => ({ name, namespace: FIXTURE_NAMES.namespace, engine: 'csv', path: LIBRARY_PATH });
+/** An asynchronous operation no library has: its routes answer 404 once access is granted. */
+const NO_OPERATION = '00000000-0000-4000-8000-000000000000';
+const LIBRARY_READ = { object: '/PublishedLibraries/{id}', action: 'Read', namespace: { resource: 'publishedLibrary', param: 'id' } } as const;
+const DEFINITION_ACCESS = (action: Action) =>
+  ({ object: '/LibraryDefinitions/{id}', action, namespace: { resource: 'libraryDefinition', param: 'id' } }) as const;
+/** A route of the fixture library, read as it. */
+const libraryRoute = (method: HttpMethod, path: string, extra: Partial<RouteCase> = {}): RouteCase => ({
+  method,
+  path: `/api/v2/libraries/published/:id${path}`,
+  access: LIBRARY_READ,
+  resource: FIXTURE_NAMES.libraryDefinition,
+  params: (f) => ({ id: f.publishedLibrary, name: 'orders', operationId: NO_OPERATION, workerIndex: '0' }),
+  allowed: 200,
+  ...extra,
+});
 
 /** A link session configuration of the fixtures (named: configurations are not ids). */
 const SESSION_CONFIG = 'rbac-session-config';
@@ -104,6 +135,8 @@ interface RouteCase {
   readonly resource?: string;
   readonly query?: (f: Fixtures) => string;
   readonly payload?: (f: Fixtures) => unknown;
+  /** Headers the request carries besides the caller's (a body's type). */
+  readonly headers?: Record<string, string>;
   /** The status an authorised caller gets. */
   readonly allowed: number;
   /** The object the permission is checked on when it is not the route's, filled in (an execution is checked as its job). */
@@ -1030,6 +1063,77 @@ const ROUTES: readonly RouteCase[] = [
     params: (f) => ({ sessionId: f.session }),
     allowed: 404,
   },
+  // Library definitions and published libraries (a published library is checked in its definition's namespace)
+  { method: 'GET', path: '/api/v2/libraries/definitions', access: { object: '/LibraryDefinitions', action: 'Read' }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/libraries/definitions',
+    access: { object: '/LibraryDefinitions', action: 'Create', namespace: { body: 'namespace' } },
+    payload: () => LIBRARY_BODY('rbac-created-library'),
+    allowed: 201,
+  },
+  {
+    method: 'GET',
+    path: '/api/v2/libraries/definitions/:id',
+    access: DEFINITION_ACCESS('Read'),
+    resource: FIXTURE_NAMES.libraryDefinition,
+    params: (f) => ({ id: f.libraryDefinition }),
+    allowed: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/api/v2/libraries/definitions/:id',
+    access: DEFINITION_ACCESS('Update'),
+    resource: FIXTURE_NAMES.libraryDefinition,
+    params: (f) => ({ id: f.libraryDefinition }),
+    payload: () => LIBRARY_BODY(FIXTURE_NAMES.libraryDefinition),
+    allowed: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/api/v2/libraries/definitions/:id',
+    access: DEFINITION_ACCESS('Update'),
+    resource: FIXTURE_NAMES.libraryDefinition,
+    params: (f) => ({ id: f.libraryDefinition }),
+    payload: () => [{ op: 'replace', path: '/path', value: LIBRARY_PATH }],
+    allowed: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2/libraries/definitions/:id',
+    access: DEFINITION_ACCESS('Delete'),
+    resource: FIXTURE_NAMES.doomedLibraryDefinition,
+    params: (f) => ({ id: f.doomedLibraryDefinition }),
+    allowed: 200,
+  },
+  { method: 'GET', path: '/api/v2/libraries/published', access: { object: '/PublishedLibraries', action: 'Read', namespaced: true }, allowed: 200 },
+  {
+    method: 'POST',
+    path: '/api/v2/libraries/published',
+    access: { object: '/PublishedLibraries', action: 'Create', namespace: { resource: 'libraryDefinition', body: 'libraryDefinitionId' } },
+    payload: (f) => ({ libraryDefinitionId: f.publishableDefinition, executionProfileId: f.executionProfile, workers: 1 }),
+    reveals: [FIXTURE_NAMES.publishableDefinition],
+    alsoNeeds: (f) => [{ object: `/ExecutionProfiles/${f.executionProfile}`, actions: ['Use'] }],
+    allowed: 201,
+  },
+  libraryRoute('GET', ''),
+  libraryRoute('GET', '/members'),
+  libraryRoute('GET', '/datasets/:name'),
+  libraryRoute('GET', '/datasets/:name/records'),
+  libraryRoute('POST', '/datasets/:name/validate-filter', { payload: () => 'amount > 1', headers: { 'content-type': 'text/plain' } }),
+  libraryRoute('GET', '/datasets/:name/distinct-values'),
+  libraryRoute('GET', '/status'),
+  libraryRoute('GET', '/operations'),
+  libraryRoute('GET', '/operations/:operationId', { allowed: 404 }),
+  libraryRoute('GET', '/operations/:operationId/result', { allowed: 404 }),
+  libraryRoute('DELETE', '/operations/:operationId', { allowed: 404 }),
+  // Last of the library's: the restarted worker is not ready at once.
+  libraryRoute('POST', '/workers/:workerIndex/restart', { access: { ...LIBRARY_READ, action: 'Update' } }),
+  libraryRoute('DELETE', '', {
+    access: { ...LIBRARY_READ, action: 'Delete' },
+    resource: FIXTURE_NAMES.doomedPublishedLibrary,
+    params: (f) => ({ id: f.doomedPublishedLibrary }),
+  }),
   // Operations
   { method: 'GET', path: '/health/live', access: { public: true }, allowed: 200 },
   { method: 'GET', path: '/health/ready', access: { public: true }, allowed: 200 },
@@ -1123,7 +1227,7 @@ describe('route access control', () => {
     const payload = route.payload?.(fixtures);
     return { method: route.method, url, ...(payload !== undefined && { payload: payload as object }) };
   };
-  const call = (route: RouteCase, headers: Record<string, string> = {}) => hub.inject({ ...requestOf(route), headers });
+  const call = (route: RouteCase, headers: Record<string, string> = {}) => hub.inject({ ...requestOf(route), headers: { ...route.headers, ...headers } });
   /** The object a route's permission is checked on, its parameters filled in. */
   const objectOf = (route: PermissionRoute) => {
     if (route.checks) return route.checks(fixtures);
@@ -1163,6 +1267,8 @@ describe('route access control', () => {
         '/api/v2/pipelines/entries?page[limit]=1000',
         '/api/v2/pipelines/runs?page[limit]=1000',
         `/api/v2/pipelines/entries/${fixtures.pipelineEntry}/triggers?page[limit]=1000`,
+        '/api/v2/libraries/definitions?page[limit]=1000',
+        '/api/v2/libraries/published?page[limit]=1000',
       ].map((url) => asAdmin('GET', url)),
     );
 
@@ -1210,7 +1316,8 @@ describe('route access control', () => {
   };
 
   beforeAll(async () => {
-    hub = await startTestHub();
+    writeData(LIBRARY_PATH, 'orders.csv', 'id,amount\n1,2\n2,5\n');
+    hub = await startTestHub({ env: { HUB_LIBRARY_ROOTS: LIBRARY_ROOT } });
     const user = await asAdmin('POST', '/api/v2/auth/users', {
       userName: FIXTURE_NAMES.user,
       password: PASSWORD,
@@ -1273,9 +1380,34 @@ describe('route access control', () => {
       ...(await runFixtures((profiles.data as { _id: string }[])[0]._id)),
       trigger: '',
       doomedTrigger: '',
+      libraryDefinition: '',
+      doomedLibraryDefinition: '',
+      publishableDefinition: '',
+      publishedLibrary: '',
+      doomedPublishedLibrary: '',
     };
     const createTrigger = async () => (await asAdmin('POST', `/api/v2/pipelines/entries/${fixtures.pipelineEntry}/triggers`, TRIGGER_BODY(fixtures), 201)).id;
     fixtures = { ...fixtures, trigger: await createTrigger(), doomedTrigger: await createTrigger() };
+    const define = async (name: string) => (await asAdmin('POST', '/api/v2/libraries/definitions', LIBRARY_BODY(name)))._id;
+    const publish = async (definition: string) =>
+      (await asAdmin('POST', '/api/v2/libraries/published', { libraryDefinitionId: definition, executionProfileId: fixtures.executionProfile, workers: 1 })).id;
+    fixtures = {
+      ...fixtures,
+      libraryDefinition: await define(FIXTURE_NAMES.libraryDefinition),
+      doomedLibraryDefinition: await define(FIXTURE_NAMES.doomedLibraryDefinition),
+      publishableDefinition: await define(FIXTURE_NAMES.publishableDefinition),
+    };
+    fixtures = {
+      ...fixtures,
+      publishedLibrary: await publish(fixtures.libraryDefinition),
+      doomedPublishedLibrary: await publish(await define(FIXTURE_NAMES.doomedPublishedLibrary)),
+    };
+    // The data routes need the fixture library's worker ready.
+    const deadline = Date.now() + 60_000;
+    while ((await asAdmin('GET', `/api/v2/libraries/published/${fixtures.publishedLibrary}/status`)).workers?.['0' as never]?.['state' as never] !== 'ready') {
+      if (Date.now() > deadline) throw new Error('the fixture library’s worker was not ready within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     nobody = await createCaller('nobody');
     for (const route of SELF_ROUTES) allowedCallers.set(keyOf(route), await createCaller('self'));
     for (const route of PERMISSION_ROUTES) {
@@ -1307,7 +1439,8 @@ describe('route access control', () => {
       const paths = response.json<{ paths: Record<string, Record<string, { 'x-hub-permission'?: unknown }>> }>().paths;
       const documented = Object.entries(paths).flatMap(([path, operations]) =>
         Object.entries(operations).map(([method, operation]) => ({
-          key: `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`,
+          // A parameter the document spells otherwise (`worker-index`) is the route's in camel case.
+          key: `${method.toUpperCase()} ${path.replace(/\{([\w-]+)\}/g, (_match, name: string) => `:${name.replace(/-(\w)/g, (_dash, letter: string) => letter.toUpperCase())}`)}`,
           permission: operation['x-hub-permission'],
         })),
       );
