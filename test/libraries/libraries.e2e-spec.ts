@@ -525,7 +525,15 @@ describe('published libraries', () => {
       const clock = freezeClock(hub);
       const published = await api.post(PUBLISHED, { libraryDefinitionId: definition, executionProfileId: standardId }, admin);
       const id = published.json<{ id: string }>().id;
-      const failed = await untilStatus(hub, id, admin, (status) => status.workers['0'].state === 'failed', 'the broken worker failed');
+      // The status may show the worker's new state a moment before the library's count (its row is
+      // kept per hub until the end's transaction has committed and the hub forgets it).
+      const failed = await untilStatus(
+        hub,
+        id,
+        admin,
+        (status) => status.workers['0'].state === 'failed' && status.failedWorkerCount === 1,
+        'the broken worker failed, and counted',
+      );
       expect(failed.failedWorkerCount).toBe(1);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const jobs = () => hub.app.get(DataSource).query<unknown[]>(`SELECT id FROM cluster_jobs WHERE properties->>'publishedLibraryId' = $1`, [id]);
