@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   );
   console.log(`made ${ROWS} rows of Parquet in ${((performance.now() - began) / 1000).toFixed(1)} s (load ${load()})`);
 
-  const program = new ShippedPrograms({ sharedDir: join(root, 'shared') } as HubConfig).libraryWorker();
+  const program = await new ShippedPrograms({ sharedDir: join(root, 'shared') } as HubConfig).libraryWorker();
   const worker = await startLibraryWorker(program, { HUB_LIBRARY_ENGINE: 'parquet', HUB_LIBRARY_PATH: library });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const secret = 'worker-secret';

@@ -40,7 +40,7 @@ function walk(root: string, visit: (path: string) => void): void {
 describe('ShippedPrograms.libraryWorker', () => {
   it('places the worker with its packages once, whole, readable by job users, and it runs from there', async () => {
     const programs = new ShippedPrograms({ sharedDir: shared } as HubConfig);
-    const placed = programs.libraryWorker();
+    const placed = await programs.libraryWorker();
     expect(placed.entry.startsWith(join(shared, 'programs', 'library-worker-'))).toBe(true);
     expect(placed.entry.endsWith(join('library-worker', 'libraries', 'worker', 'main.js'))).toBe(true);
     const bundle = join(placed.entry, '..', '..', '..');
@@ -61,7 +61,7 @@ describe('ShippedPrograms.libraryWorker', () => {
       if (info.isDirectory()) expect(info.mode & 0o001).toBe(0o001);
     });
     // Placed once: another hub (another instance) finds the same directory, and no temporary one is left behind.
-    expect(new ShippedPrograms({ sharedDir: shared } as HubConfig).libraryWorker().entry).toBe(placed.entry);
+    expect((await new ShippedPrograms({ sharedDir: shared } as HubConfig).libraryWorker()).entry).toBe(placed.entry);
     expect(readdirSync(join(bundle, '..')).filter((name) => name.endsWith('.tmp'))).toEqual([]);
 
     const worker = await startLibraryWorker(

@@ -1,18 +1,6 @@
 import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  copyFileSync,
-  cpSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,6 +92,7 @@ function openToJobUsers(root: string): void {
 @Injectable()
 export class ShippedPrograms {
   private readonly placed = new Map<string, string>();
+  private libraryWorkerPlaced?: Promise<PlacedProgram>;
   private nodePath?: string;
 
   constructor(private readonly config: HubConfig) {}
@@ -139,33 +128,39 @@ export class ShippedPrograms {
    * are TypeScript: they are transpiled as they are placed, with SWC (present wherever the sources
    * are run rather than the build).
    */
-  libraryWorker(): PlacedProgram {
-    const known = this.placed.get('\0library-worker');
-    if (known) return { node: this.node(), entry: known };
+  libraryWorker(): Promise<PlacedProgram> {
+    // One placement, shared by the publishes that ask meanwhile; a failed one is tried again at the next ask.
+    this.libraryWorkerPlaced ??= this.placeLibraryWorker().catch((error: unknown) => {
+      this.libraryWorkerPlaced = undefined;
+      throw error;
+    });
+    return this.libraryWorkerPlaced;
+  }
+
+  /** The copy (some 74 MB, DuckDB's library most of it) is asynchronous: it holds no request up. */
+  private async placeLibraryWorker(): Promise<PlacedProgram> {
     const files = libraryWorkerFiles().map((file) => ({ file, content: this.workerFile(file) }));
     const packages = packageClosure(LIBRARY_WORKER_PACKAGES, LIBRARIES_DIR);
     const hash = createHash('sha256');
     for (const { file, content } of files) hash.update(`${file}\0`).update(content).update('\0');
     for (const { name, version } of packages) hash.update(`${name}@${version}\0`);
     hash.update(process.version);
-    const directory = this.writeDirectory('library-worker', `library-worker-${hash.digest('hex').slice(0, 16)}`, (target) => {
-      writeFileSync(join(target, 'package.json'), `${JSON.stringify({ type: 'module', private: true })}\n`);
+    const directory = await this.writeDirectory('library-worker', `library-worker-${hash.digest('hex').slice(0, 16)}`, async (target) => {
+      await writeFile(join(target, 'package.json'), `${JSON.stringify({ type: 'module', private: true })}\n`);
       for (const { file, content } of files) {
         const path = join(target, 'libraries', file.replace(/\.ts$/, '.js'));
-        mkdirSync(dirname(path), { recursive: true });
-        writeFileSync(path, content);
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, content);
       }
       for (const { name, dir } of packages) {
-        cpSync(dir, join(target, 'node_modules', name), {
+        await cp(dir, join(target, 'node_modules', name), {
           recursive: true,
           dereference: true,
           filter: (source) => !relative(dir, source).startsWith(`node_modules${sep}.bin`),
         });
       }
     });
-    const entry = join(directory, 'libraries', 'worker', 'main.js');
-    this.placed.set('\0library-worker', entry);
-    return { node: this.node(), entry };
+    return { node: this.node(), entry: join(directory, 'libraries', 'worker', 'main.js') };
   }
 
   /** A worker file's content as JavaScript: as built, or transpiled from the TypeScript source. */
@@ -182,17 +177,14 @@ export class ShippedPrograms {
   }
 
   /** Writes a program's directory `name` into its version's directory unless it is there already: whole, through a rename of the directory. */
-  private writeDirectory(name: string, version: string, make: (target: string) => void): string {
-    const parent = join(this.config.sharedDir, PROGRAMS_DIR, version);
-    const path = join(parent, name);
+  private async writeDirectory(name: string, version: string, make: (target: string) => Promise<void>): Promise<string> {
+    const path = join(this.versionDirectory(version), name);
     if (existsSync(path)) return path;
-    mkdirSync(parent, { recursive: true, mode: 0o755 });
-    for (let dir = parent; dir !== this.config.sharedDir && dir !== dirname(dir); dir = dirname(dir)) chmodSync(dir, 0o755);
     const temporary = `${path}.${process.pid}.tmp`;
     rmSync(temporary, { recursive: true, force: true });
     mkdirSync(temporary, { mode: 0o755 });
     try {
-      make(temporary);
+      await make(temporary);
       openToJobUsers(temporary);
       renameSync(temporary, path);
     } catch (error) {
@@ -204,13 +196,19 @@ export class ShippedPrograms {
     return path;
   }
 
-  /** Writes a program into its directory (made 0755, the hub's) unless it is there already: whole, through a rename. */
-  private write(name: string, version: string, make: (target: string) => void): string {
+  /** A version's directory under HUB_SHARED_DIR/programs, made with its parents 0755 (job users enter them). */
+  private versionDirectory(version: string): string {
     const directory = join(this.config.sharedDir, PROGRAMS_DIR, version);
-    const path = join(directory, name);
-    if (existsSync(path)) return path;
     mkdirSync(directory, { recursive: true, mode: 0o755 });
     for (let dir = directory; dir !== this.config.sharedDir && dir !== dirname(dir); dir = dirname(dir)) chmodSync(dir, 0o755);
+    return directory;
+  }
+
+  /** Writes a program into its directory (made 0755, the hub's) unless it is there already: whole, through a rename. */
+  private write(name: string, version: string, make: (target: string) => void): string {
+    const path = join(this.config.sharedDir, PROGRAMS_DIR, version, name);
+    if (existsSync(path)) return path;
+    this.versionDirectory(version);
     const temporary = `${path}.${process.pid}.tmp`;
     make(temporary);
     chmodSync(temporary, 0o755);

@@ -198,7 +198,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   /** Submits a worker's job (the worker at its generation, without a job) and follows it; refusals are thrown. */
   private async submit(library: PublishedRow, worker: WorkerRow, profile: ExecutionProfileDto): Promise<void> {
     const endpoint = await this.endpoints.allocate();
-    const { node, entry } = this.programs.libraryWorker();
+    const { node, entry } = await this.programs.libraryWorker();
     // The hub's port on the local driver; on a node, the launch picks one and writes it for the probe.
     const launch = this.endpoints.launch(endpoint, { command: node, args: [entry] }, WORKER_ENDPOINT_VARIABLES);
     const job = await this.cluster.run({

@@ -145,7 +145,7 @@ beforeAll(async () => {
     CREATE VIEW sales.vips AS SELECT id, name FROM sales.customers WHERE vip;`);
   await client.end();
 
-  const program = new ShippedPrograms({ sharedDir: dir('shared') } as HubConfig).libraryWorker();
+  const program = await new ShippedPrograms({ sharedDir: dir('shared') } as HubConfig).libraryWorker();
   const start = async (engine: string, path: string, options: Record<string, unknown> = {}) => {
     const worker = await startLibraryWorker(program, { HUB_LIBRARY_ENGINE: engine, HUB_LIBRARY_PATH: path, HUB_LIBRARY_OPTIONS: JSON.stringify(options) });
     workers.push(worker);
@@ -680,7 +680,7 @@ describe('postgres', () => {
 
 describe('stopping', () => {
   it('ends promptly on SIGTERM though the hub keeps a connection alive', async () => {
-    const program = new ShippedPrograms({ sharedDir: join(root, 'shared') } as HubConfig).libraryWorker();
+    const program = await new ShippedPrograms({ sharedDir: join(root, 'shared') } as HubConfig).libraryWorker();
     const worker = await startLibraryWorker(program, { HUB_LIBRARY_ENGINE: 'csv', HUB_LIBRARY_PATH: join(root, 'csv') });
     workers.push(worker);
     const agent = new Agent({ keepAlive: true });
