@@ -61,7 +61,9 @@ const HOSTILE_STRINGS = [
 const hostileString = fc.oneof(fc.constantFrom(...HOSTILE_STRINGS), fc.string({ unit: 'binary', maxLength: 64 }), fc.string({ maxLength: 8 }));
 
 /** A JSON value of any type. */
-const anyJson = fc.jsonValue({ maxDepth: 3 });
+// Without `__proto__` keys: Fastify refuses them as it parses, before authentication (a 400 by
+// design, test/common/http.e2e-spec.ts); the 'prototype poisoning' mutation sends them on purpose.
+const anyJson = fc.jsonValue({ maxDepth: 3 }).filter((value) => !JSON.stringify(value).includes('"__proto__"'));
 
 const OPERATORS = ['EQ', 'IN', 'CO', 'SW', 'ST', 'PR', 'LT', 'GT', 'ALL', 'ANY', 'eq', 'XX', '', 'EQ]['];
 

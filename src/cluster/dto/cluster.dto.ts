@@ -122,6 +122,7 @@ export class TaskInputDto {
   @Nullable()
   @IsArray()
   @ArrayMaxSize(256)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => EnvVarDto)
   envVars?: EnvVarDto[] | null;

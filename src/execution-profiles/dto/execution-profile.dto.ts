@@ -88,6 +88,7 @@ export class ExecutionProfileInputDto extends ServerOwnedFields {
   @Nullable()
   @IsArray()
   @ArrayMaxSize(MAX_CONSTRAINTS)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => NodeConstraintDto)
   constraints?: NodeConstraintDto[] | null;

@@ -142,6 +142,7 @@ export class NodeTaskDto {
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(256)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => EnvVarDto)
   envVars?: EnvVarDto[];
@@ -200,6 +201,7 @@ export class PipelineSpecDto {
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(MAX_NODES)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => PipelineNodeDto)
   nodes?: PipelineNodeDto[];

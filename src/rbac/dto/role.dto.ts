@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '../../common/http/openapi-decorators.js';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsString, MaxLength, MinLength, ValidateNested, IsObject } from 'class-validator';
 import { ACTIONS } from '../../common/http/route.decorator.js';
 import { IsEntityName } from '../../common/validation/entity-name.js';
 import { ListOf } from '../../common/http/list-envelope.js';
@@ -57,6 +57,7 @@ export class RoleInputDto extends PlainServerOwnedFields {
   @Nullable()
   @IsArray()
   @ArrayMaxSize(MAX_PERMISSIONS)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => PermissionDto)
   permissions?: PermissionDto[] | null;

@@ -80,6 +80,7 @@ export class SessionConfigurationInputDto extends ServerOwnedFields {
   @Nullable()
   @IsArray()
   @ArrayMaxSize(256)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => EnvVarDto)
   envVars?: EnvVarDto[] | null;
