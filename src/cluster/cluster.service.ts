@@ -78,8 +78,12 @@ export interface Workload {
   readonly dependsOn?: string;
 }
 
-/** What became of one workload of a batch (ClusterService.runMany): its job, or why it was refused. */
-export type BatchRun = { readonly jobId: string } | { readonly refused: Error };
+/**
+ * What became of one workload of a batch (ClusterService.runMany): its job, `existing` when its key
+ * named that job already (it may have started, or ended, since: the area that links it must read it
+ * as it is, as no announcement of it told the area what it is for); or why it was refused.
+ */
+export type BatchRun = { readonly jobId: string; readonly existing: boolean } | { readonly refused: Error };
 
 /** A workload key's longest: every announcement of its job's executions carries it, and NOTIFY payloads are short. */
 export const MAX_WORKLOAD_KEY = 512;
@@ -274,6 +278,11 @@ export class ClusterService {
    * as they are now; with a key that names a job already, answers that job (see Workload.key).
    */
   async run(workload: Workload): Promise<JobDto> {
+    return (await this.runKeyed(workload)).job;
+  }
+
+  /** As `run`, and whether the job its key names existed already (see BatchRun). */
+  async runKeyed(workload: Workload): Promise<{ job: JobDto; existing: boolean }> {
     const { owner, key } = workload;
     checkWorkload(workload);
     const { identity, event: identityEvent } = await this.identities.of(owner);
@@ -297,13 +306,13 @@ export class ClusterService {
       // Already submitted (by this area before, or by another hub just now): that job, whatever the quota says now.
       const existing =
         key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
-      if (existing) return toJobResponse(existing);
+      if (existing) return { job: toJobResponse(existing), existing: true };
       throw error;
     }
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
-    return toJobResponse(job);
+    return { job: toJobResponse(job), existing: false };
   }
 
   /**
@@ -357,7 +366,8 @@ export class ClusterService {
       return Promise.all(
         workloads.map(async (workload): Promise<BatchRun> => {
           try {
-            return { jobId: (await this.run(workload)).id };
+            const { job, existing } = await this.runKeyed(workload);
+            return { jobId: job.id, existing };
           } catch (refused) {
             return { refused: refused as Error };
           }
@@ -367,7 +377,7 @@ export class ClusterService {
     const results: BatchRun[] = problems.map((problem) => ({ refused: problem as Error }));
     valid.forEach(({ index }, at) => {
       const { jobId, outcome } = inserted[at];
-      results[index] = outcome === 'overQuota' ? { refused: overQuota(this.config.maxActiveJobsPerUser) } : { jobId };
+      results[index] = outcome === 'overQuota' ? { refused: overQuota(this.config.maxActiveJobsPerUser) } : { jobId, existing: outcome === 'existing' };
       if (outcome === 'inserted') this.metrics.submitted();
     });
     if (inserted.some(({ outcome }) => outcome === 'inserted'))

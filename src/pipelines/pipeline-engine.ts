@@ -89,6 +89,13 @@ interface KeptNodes {
 type Seen = 'started' | 'ended';
 
 /** Nodes whose attempt the cluster must be asked for, once the transaction that decided it committed. */
+/** A job the cluster made, or had made already under the node's workload key (`existing`), for a node. */
+interface NodeJob {
+  readonly node: NodeRow;
+  readonly jobId: string;
+  readonly existing: boolean;
+}
+
 interface ClusterWork {
   readonly submit: NodeRow[];
   readonly retry: NodeRow[];
@@ -646,7 +653,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * reconciles), one at a time; once the quota refuses one, the rest wait without being asked, so
    * that a fan-out past the quota costs one refusal per pass rather than one per node.
    */
-  private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<{ node: NodeRow; jobId: string }[]> {
+  private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<NodeJob[]> {
     const asks = [
       ...work.submit.filter((node) => !node.overQuota).map((node) => ({ node, retry: false })),
       ...work.retry.filter((node) => !node.overQuota).map((node) => ({ node, retry: true })),
@@ -657,7 +664,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const profile = await this.profiles.find(run.executionProfileId);
     const failures: { node: NodeRow; message: string }[] = [];
     const overQuota: { node: NodeRow; message: string }[] = [];
-    const submitted: { node: NodeRow; jobId: string }[] = [];
+    const submitted: NodeJob[] = [];
     let full: string | undefined;
     /** Asks for a node's next attempt (a retry); whether the cluster took it. */
     const ask = async ({ node }: { node: NodeRow }): Promise<boolean> => {
@@ -692,7 +699,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       ran.forEach((result, index) => {
         const node = nodes[index];
         if ('jobId' in result) {
-          submitted.push({ node, jobId: result.jobId });
+          submitted.push({ node, jobId: result.jobId, existing: result.existing });
           taken += 1;
         } else if (result.refused instanceof TooManyRequestsError) {
           full = result.refused.message;
@@ -741,7 +748,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * attempt. Nothing is asked once the run has a failure nothing handles, and a refusal (the quota)
    * is not recorded: the node is submitted when decided, as any other.
    */
-  private async holdAhead(run: RunRow, nodes: readonly NodeRow[], submitted: readonly { node: NodeRow; jobId: string }[]): Promise<void> {
+  private async holdAhead(run: RunRow, nodes: readonly NodeRow[], submitted: readonly NodeJob[]): Promise<void> {
     if (!this.cluster.preparesDependents) return;
     const { graph, specs } = this.planOf(run);
     if (nodes.some((node) => graph.failsRun(node))) return;
@@ -755,7 +762,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     };
     let profile: ExecutionProfileDto | null | undefined;
     let refused = false;
-    const held: { node: NodeRow; jobId: string }[] = [];
+    const held: NodeJob[] = [];
     // Level by level from the nodes decided whose jobs exist: those held already are passed through.
     let frontier = [...jobOf.keys()].filter((name) => (byName.get(name) as NodeRow).attempt > 0);
     for (let depth = 1; depth <= HELD_AHEAD && frontier.length > 0 && !refused; depth += 1) {
@@ -772,7 +779,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const made = await Promise.all(
         asks.map(async ({ node, after }) => {
           try {
-            return { node, jobId: await this.submitNode(run, node, profile ?? null, after) };
+            return { node, ...(await this.submitNode(run, node, profile ?? null, after)) };
           } catch (error) {
             // The quota, or the predecessor ended meanwhile: the node is submitted when decided.
             if (error instanceof TooManyRequestsError) refused = true;
@@ -794,8 +801,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /**
    * Records the jobs the cluster made for nodes, in one statement; those of a run cancelled while
    * they were being made (cancel may have looked for them before they existed) are stopped at once.
+   * A job that existed already (asked for before, by a pass whose hub did not live to record it,
+   * or held ahead and not recorded) may have started or ended while no node was linked to it, and
+   * its announcements found nothing to advance: another pass reads it as it is.
    */
-  private async recordJobs(runId: string, submitted: readonly { node: NodeRow; jobId: string }[]): Promise<void> {
+  private async recordJobs(runId: string, submitted: readonly NodeJob[]): Promise<void> {
     const recorded = await this.runs.setJobs(
       runId,
       submitted.map(({ node, jobId }) => ({ name: node.name, jobId })),
@@ -809,12 +819,14 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
     } else this.kept.delete(runId);
     if (recorded?.ended !== false) await Promise.all(submitted.map(({ jobId }) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} has ended`)));
+    else if (submitted.some(({ existing }) => existing)) void this.advance(runId);
   }
 
   /** A node's first attempt: its job, under the workload key that makes asking twice harmless; held on job `after` when given (see holdAhead). */
-  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null, after?: string): Promise<string> {
+  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null, after?: string): Promise<{ jobId: string; existing: boolean }> {
     if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
-    return (await this.cluster.run(this.workloadOf(run, node, profile, after))).id;
+    const { job, existing } = await this.cluster.runKeyed(this.workloadOf(run, node, profile, after));
+    return { jobId: job.id, existing };
   }
 
   /** What a node's job runs, and as whom. */

@@ -51,8 +51,8 @@ describe('a batch of workloads', () => {
       workload('true'),
       workload('true'),
     ]);
-    expect(results[0]).toEqual({ jobId: first.id });
-    expect('jobId' in results[1]).toBe(true);
+    expect(results[0]).toEqual({ jobId: first.id, existing: true });
+    expect(results[1]).toMatchObject({ existing: false });
     expect('refused' in results[2] && results[2].refused).toBeInstanceOf(InvalidInputError);
     expect('jobId' in results[3]).toBe(true);
     for (const refused of results.slice(4)) expect('refused' in refused && refused.refused).toBeInstanceOf(TooManyRequestsError);

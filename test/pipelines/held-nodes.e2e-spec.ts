@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
+import { ClusterService } from '../../src/cluster/cluster.service.js';
+import type { ExecutionProfileDto } from '../../src/execution-profiles/dto/execution-profile.dto.js';
+import { ExecutionProfilesService } from '../../src/execution-profiles/execution-profiles.service.js';
 import { poll } from '../support/poll.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
@@ -105,6 +108,40 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
     expect([...jobs.values()].every((job) => job.executions === 1 && job.status === 'dead')).toBe(true);
     expect(jobs.get('n0')?.held).toBe(false);
     expect([1, 2, 3, 4, 5].filter((index) => jobs.get(`n${index}`)?.held).length).toBeGreaterThanOrEqual(4);
+  }, 60_000);
+
+  it('reads a node’s job that existed before the node was decided (its end announced while no node was linked to it) as it is', async () => {
+    // A timeout on the first node: nothing is submitted ahead of it, so the second's job is this test's.
+    const id = await runOn(hub, [{ ...node('first', 'sleep 1', { onSuccess: ['second'] }), meta: { timeoutSeconds: 60 } }, node('second', 'true')]);
+    const [run] = await hub.app
+      .get(DataSource)
+      .query<{ ownerId: string; ownerName: string; namespaceId: string }[]>(
+        `SELECT owner_id AS "ownerId", owner_name AS "ownerName", namespace_id AS "namespaceId" FROM pipeline_runs WHERE id = $1`,
+        [id],
+      );
+    const profile = await hub.app.get(ExecutionProfilesService).find(profileId);
+    // What a hub that asked for the second node and died before recording it leaves: its job, under the node's key, run to its end.
+    const job = await hub.app.get(ClusterService).run({
+      name: 'second',
+      type: 'batch',
+      namespace: { id: run.namespaceId, name: 'default' },
+      profile: profile as ExecutionProfileDto,
+      owner: { id: run.ownerId, name: run.ownerName },
+      task: { name: 'second', command: 'true', args: [], envVars: [] },
+      key: `pipeline-run:${id}:second`,
+    });
+    await poll(
+      async () => (await hub.app.get(DataSource).query<{ status: string }[]>(`SELECT status FROM cluster_jobs WHERE id = $1`, [job.id]))[0].status,
+      (status) => status === 'dead',
+      'the second node’s job to end',
+    );
+    const status = await ended(hub, id);
+    expect(status.state).toBe('Succeeded');
+    expect(status.nodeStatus.second.state).toBe('Succeeded');
+    const linked = await hub.app
+      .get(DataSource)
+      .query<{ jobId: string }[]>(`SELECT job_id AS "jobId" FROM pipeline_run_nodes WHERE run_id = $1 AND name = 'second'`, [id]);
+    expect(linked[0].jobId).toBe(job.id);
   }, 60_000);
 
   it('skips what follows a failure, its held jobs ended without running, and fails the run', async () => {
