@@ -130,6 +130,8 @@ async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<numbe
 const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
   [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
 
+const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
+
 async function main(): Promise<void> {
   const loadAtStart = loadavg().map((value) => round(value, 2));
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
@@ -189,7 +191,7 @@ async function main(): Promise<void> {
   const gapDecide: number[] = [];
   const gapLaunch: number[] = [];
   const nodeOwn: number[] = [];
-  const linearRuns: { sent: number; status: RunStatus }[] = [];
+  const linearRuns: { id: string; sent: number; status: RunStatus }[] = [];
   for (let r = 0; r < LINEAR_RUNS; r += 1) {
     const run = await runPipeline(c, linear, { gently: true });
     if (run.status.state !== 'Succeeded') throw new Error(`linear run ${run.id} ${run.status.state}`);
@@ -206,6 +208,18 @@ async function main(): Promise<void> {
     }
   }
   const directLinearAfter = await spawnDirectly(LINEAR_NODES, 1, 'true');
+  // How many of the linear runs' nodes had their jobs submitted ahead, held on their predecessor's (docs/cluster.md "Dependent jobs"), and of those how many were prepared while it ran.
+  const linearDb = new pg.Client({ connectionString: databaseUrl });
+  await linearDb.connect();
+  const [heldJobs] = (
+    await linearDb.query<{ held: number; prepared: number }>(
+      `SELECT count(*) FILTER (WHERE e.held_by IS NOT NULL)::int AS held,
+              count(*) FILTER (WHERE e.held_by IS NOT NULL AND e.task_state->'events' @> '[{"type": "Queued"}]')::int AS prepared
+       FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id WHERE j.properties->>'pipelineRunId' = ANY($1)`,
+      [linearRuns.map((run) => run.id)],
+    )
+  ).rows;
+  await linearDb.end();
   const directLinearMs = ((directLinearBefore + directLinearAfter) / 2) * 1000;
   for (const total of linearTotals) linearPerNode.push((total - directLinearMs) / LINEAR_NODES);
   const firstStarted = linearRuns.map(({ sent, status }) => at(status.nodeStatus.n0.startedAt, 'startedAt') - sent);
@@ -258,7 +272,6 @@ async function main(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
   await dropDatabase(DATABASE);
 
-  const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
   const results = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, loadAverageAtStart: loadAtStart, disk },
@@ -282,6 +295,9 @@ async function main(): Promise<void> {
       perNodeOverheadMs: linearPerNode.map((value) => round(value, 2)),
       perNodeOverheadMedianMs: round(sorted(linearPerNode)[Math.floor(linearPerNode.length / 2)], 2),
       gapP50Ms: p(gaps, 0.5),
+      gapsMs: sorted(gaps),
+      heldNodes: heldJobs.held,
+      heldPrepared: heldJobs.prepared,
       gapMaxMs: round(Math.max(...gaps)),
       // A gap split: a node's end → the engine's decision to submit the next (its Queued event) → the next's process started.
       gapDecideP50Ms: p(gapDecide, 0.5),
@@ -317,7 +333,7 @@ async function main(): Promise<void> {
   console.log(
     `pipelines (${cpus().length} CPUs, load ${loadAtStart[0]} at start, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→first node started p50 ${s.pipeline.p50Ms} ms p99 ${s.pipeline.p99Ms} ms` +
       ` (reply p50 ${s.pipeline.replyP50Ms} ms, decided p50 ${s.toQueuedP50Ms} ms, decided → started p50 ${s.queuedToStartedP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
-      ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
+      ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms, ${l.heldNodes} of ${(LINEAR_NODES - 1) * LINEAR_RUNS} submitted ahead (${l.heldPrepared} prepared) (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
       ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms)` +
       ` ${f.state}, started once ${f.startedOnce}/${f.nodes}, failed ${f.failedNodes} | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );

@@ -24,6 +24,7 @@ import { Triggers1795460000000 } from './1795460000000-Triggers.js';
 import { LinkSessions1795470000001 } from './1795470000001-LinkSessions.js';
 import { Libraries1795480000000 } from './1795480000000-Libraries.js';
 import { SessionEndpointsOnNodes1795482000000 } from './1795482000000-SessionEndpointsOnNodes.js';
+import { DependentJobs1795483000000 } from './1795483000000-DependentJobs.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -52,4 +53,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   LinkSessions1795470000001,
   Libraries1795480000000,
   SessionEndpointsOnNodes1795482000000,
+  DependentJobs1795483000000,
 ];

@@ -13,12 +13,14 @@ import {
   ClusterRepository,
   taskEvent,
   type ClaimedExecution,
+  type HeldFound,
   type NodeRoom,
   type PendingExecution,
   type Placement,
   type StartedExecution,
 } from './cluster.repository.js';
 import { removeExecutionDir } from './drivers/execution-dir.js';
+import { DependentJobs, type Dependency } from './dependent-jobs.js';
 import { ExecutionAnnouncements, type AnnouncedExecution, type News } from './execution-announcements.js';
 import { launchOf } from './execution-launch.js';
 import { ExecutionStops, type StoppableIn, type StoppingScheduler } from './execution-stops.js';
@@ -99,6 +101,11 @@ interface PreparedLaunch {
   readonly nodeName: string;
   /** The driver's reference once the launch waits at its gate; undefined when it could not be prepared (it is then recorded failed). */
   readonly ready: Promise<string | undefined>;
+  /**
+   * While it is held (dependent-jobs.ts): the job it waits on, whose end on this node hands it the
+   * CPUs if it ends well; no free CPU is given to it meanwhile.
+   */
+  after?: string;
 }
 
 /**
@@ -109,6 +116,8 @@ interface Decision extends Placement {
   readonly excluded: Map<string, string[]>;
   readonly released: PreparedLaunch[];
   readonly displaced: PreparedLaunch[];
+  /** Held executions it claims to prepare, by id, with the job each waits on. */
+  readonly held: Map<string, string>;
   /** Every node of this hub full once it is done: the worst priority among its prepared launches (Infinity when it prepares none). */
   readonly fullBelow?: number;
   /** With fair share, the one owner holding and waiting on this hub's nodes, for whom alone `fullBelow` holds (undefined: none holds). */
@@ -166,6 +175,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   private fullFor?: string;
   private readonly fairShare: HubFairShare;
   private readonly stops: ExecutionStops;
+  private readonly dependents: DependentJobs;
   /** The round submissions that can only be prepared share (see `submitted`). */
   private placeSoon?: NodeJS.Timeout;
   private stopped = false;
@@ -200,6 +210,16 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       wake: () => this.wake(),
     };
     this.stops = new ExecutionStops(scheduler, cluster, driver, metrics, dataSource, changes, announcements, this.logger);
+    this.dependents = new DependentJobs(
+      dataSource,
+      announcements,
+      (execution, event, which) => this.stops.stopExecution(execution, event, which),
+      // A launch held on it, prepared here, may take a free CPU now (its node's next round).
+      (jobId) => {
+        if ([...this.prepared.values()].some((launches) => launches.some((launch) => launch.after === jobId))) this.wake();
+      },
+      this.logger,
+    );
     metrics.readFrom(() => cluster.snapshot());
   }
 
@@ -234,6 +254,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     }
     this.presence = new HubPresence((this.dataSource.options as { url: string }).url, await this.cluster.nextHubNumber(), this.logger);
     await this.presence.hold();
+    this.dependents.listen();
     await this.adopt();
     await this.follow();
     this.wake();
@@ -241,6 +262,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    this.dependents.close();
     clearTimeout(this.placeSoon);
     await this.running;
     await Promise.all(this.starting);
@@ -295,13 +317,26 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     try {
       this.ticks += 1;
       if (this.ticks % NODE_SYNC_EVERY === 0) await this.syncNodes();
-      if (this.ticks % ADOPT_EVERY === 0) await this.adopt();
+      if (this.ticks % ADOPT_EVERY === 0) {
+        await this.adopt();
+        await this.dependents.sweep();
+      }
     } catch (error) {
       this.logger.error({ err: error }, 'Cluster upkeep failed; retrying at the next tick');
     }
     this.noteWaiting = true;
     this.wake(true);
     this.wake();
+  }
+
+  /** Whether held jobs are prepared while their dependency runs (see ClusterService.preparesDependents). */
+  get preparesDependents(): boolean {
+    return !this.driver.queues && (this.driver.preparesPerNode ?? 0) > 0;
+  }
+
+  /** How a job depending on `jobId` for `ownerId` is submitted (see DependentJobs.dependencyOf). */
+  dependencyOf(jobId: string, ownerId: string): Promise<Dependency> {
+    return this.dependents.dependencyOf(jobId, ownerId);
   }
 
   /** See ExecutionStops.stopJob. */
@@ -371,16 +406,29 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   /** One placement round; whether the next may find more to do (it changed something, and there was more in line than it looked at). */
   private async placeRound(): Promise<boolean> {
     if (this.ownNodeIds.size === 0 || this.startsHeld !== undefined) return false;
-    let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], moreInLine: false };
+    let placement: Decision = { claims: [], notes: [], excluded: new Map(), released: [], displaced: [], held: new Map(), moreInLine: false };
     let claimed: ClaimedExecution[];
     let news: News | undefined;
     const line = this.fairShare.line(this.prepared.values());
+    const held = {
+      // A queueing cluster is given a held job once it may run (see dependent-jobs.ts): nothing is prepared there.
+      prepare: this.driver.queues ? 0 : (this.driver.preparesPerNode ?? 0),
+      launches: [...this.prepared.values()].flatMap((launches) => launches.flatMap((launch) => (launch.after ? [launch.execution.id] : []))),
+    };
     try {
-      claimed = await this.cluster.placeRound(this.hub, [...this.ownNodeIds], !this.driver.queues, PLACE_BATCH, line, (pending, nodes, holdings, locked) => {
-        placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked));
-        news = this.announcements.ofPlacement(pending, placement);
-        return { ...placement, notices: news.notices };
-      });
+      claimed = await this.cluster.placeRound(
+        this.hub,
+        [...this.ownNodeIds],
+        !this.driver.queues,
+        PLACE_BATCH,
+        line,
+        held,
+        (pending, nodes, holdings, locked, found) => {
+          placement = this.decide(pending, nodes, this.noteWaiting, this.fairShare.forRound(nodes, holdings, locked), found);
+          news = this.announcements.ofPlacement(pending, placement);
+          return { ...placement, notices: news.notices };
+        },
+      );
       news?.publish();
       this.noteWaiting = false;
     } catch (error) {
@@ -396,7 +444,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       const nodeName = nodeNames.get(execution.nodeId) as string;
       const excluded = placement.excluded.get(execution.id) ?? [];
       if (launch) this.track(this.release(launch));
-      else if (execution.prepared) this.keepPrepared(this.prepare(execution, nodeName, excluded));
+      else if (execution.prepared) this.keepPrepared(this.prepare(execution, nodeName, excluded, placement.held.get(execution.id)));
       else this.track(this.start(execution, nodeName, excluded));
     }
     // Given a slot but stopped meanwhile, or put back behind a better one: let go of.
@@ -423,24 +471,35 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * with `noteWaiting` (the tick's round, each second): most such waits are shorter, and each note
    * rewrites the execution's row.
    */
-  private decide(pending: readonly PendingExecution[], nodes: readonly NodeRoom[], noteWaiting: boolean, fair?: FairShare): Decision {
+  private decide(
+    pending: readonly PendingExecution[],
+    nodes: readonly NodeRoom[],
+    noteWaiting: boolean,
+    fair?: FairShare,
+    held: HeldFound = { toPrepare: [], released: new Set() },
+  ): Decision {
+    // Held launches whose dependency succeeded meanwhile take free CPUs as any prepared launch.
+    for (const launches of this.prepared.values()) for (const launch of launches) if (held.released.has(launch.execution.id)) launch.after = undefined;
     const claims: { id: string; nodeId: string; prepared: boolean; event?: TaskEvent }[] = [];
     const excluded = new Map<string, string[]>();
     const notes: { id: string; event: TaskEvent }[] = [];
     const released: PreparedLaunch[] = [];
     const displaced: PreparedLaunch[] = [];
+    const heldClaims = new Map<string, string>();
     const used = new Map(nodes.map((node) => [node.id, node.used]));
     const room = (node: NodeRoom, cpu: number) => (used.get(node.id) as number) + cpu <= node.cpu;
     const note = (execution: PendingExecution, event: TaskEvent) => {
       if (!repeats(execution.lastEvent, event)) notes.push({ id: execution.id, event });
     };
-    const fittingOf = new Map(pending.map((execution) => [execution.id, nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints))]));
-    const claim = (execution: PendingExecution, node: NodeRoom, prepared: boolean) => {
+    const fittingOf = new Map(
+      [...pending, ...held.toPrepare].map((execution) => [execution.id, nodes.filter((node) => !unmetConstraint(factsOf(node), execution.constraints))]),
+    );
+    const claim = (execution: PendingExecution, node: NodeRoom, prepared: boolean, why = `Waiting for a free CPU on ${node.name}`) => {
       claims.push({
         id: execution.id,
         nodeId: node.id,
         prepared,
-        ...(prepared && { event: taskEvent('Queued', `Waiting for a free CPU on ${node.name}, its launch prepared`) }),
+        ...(prepared && { event: taskEvent('Queued', `${why}, its launch prepared`) }),
       });
       const fittingNames = new Set((fittingOf.get(execution.id) ?? []).map((candidate) => candidate.name));
       excluded.set(
@@ -449,16 +508,21 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       );
     };
     const release = (launch: PreparedLaunch, node: NodeRoom) => {
+      // Out of its node's list (shareOut took it out of the view it was given).
+      const launches = this.prepared.get(node.id) ?? [];
+      if (launches.includes(launch)) launches.splice(launches.indexOf(launch), 1);
       used.set(node.id, (used.get(node.id) as number) + launch.execution.reservedCpu);
       claims.push({ id: launch.execution.id, nodeId: node.id, prepared: false });
       released.push(launch);
     };
     const placed = new Set<string>();
+    // Held launches take no free CPU: theirs is the one their dependency frees (see heardExit).
+    const releasable = new Map([...this.prepared].map(([nodeId, launches]) => [nodeId, launches.filter((launch) => !launch.after)]));
     if (fair)
       shareOut(
         fair,
         nodes,
-        this.prepared,
+        releasable,
         pending,
         (execution) => fittingOf.get(execution.id) ?? [],
         room,
@@ -471,7 +535,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       );
     else
       for (const node of nodes) {
-        const launches = this.prepared.get(node.id) ?? [];
+        const launches = releasable.get(node.id) ?? [];
         while (launches.length > 0 && room(node, launches[0].execution.reservedCpu)) release(launches.shift() as PreparedLaunch, node);
       }
     const preparing = new Map<string, number>();
@@ -510,13 +574,30 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
       else used.set(node.id, (used.get(node.id) as number) + execution.reservedCpu);
       claim(execution, node, prepared);
     }
+    // Held executions whose dependency this hub runs: prepared on its node, where its end hands them its CPUs.
+    for (const execution of held.toPrepare) {
+      const node = (fittingOf.get(execution.id) ?? []).find((candidate) => candidate.id === execution.afterNodeId);
+      if (!node || !mayPrepare(node)) continue;
+      preparing.set(node.id, (preparing.get(node.id) ?? 0) + 1);
+      claim(execution, node, true, `Waiting for job ${execution.heldBy} to succeed on ${node.name}`);
+      heldClaims.set(execution.id, execution.heldBy);
+    }
     const capacity = this.driver.preparesPerNode ?? 0;
     const full = !this.driver.queues && nodes.length > 0 && nodes.every((node) => !room(node, 1));
     const worst = nodes.map((node) => (capacity === 0 ? Infinity : (this.prepared.get(node.id)?.at(-1)?.execution.priority ?? -Infinity)));
     const roomLeft = this.driver.queues || nodes.some((node) => room(node, 1) || mayPrepare(node));
     const moreInLine = pending.length >= PLACE_BATCH && (roomLeft || notes.some((noted) => noted.event.type === 'PlacementFailed'));
     const fullFor = fair?.soleOwnerOn(nodes, pending, this.prepared);
-    return { claims, notes, excluded, released, displaced, moreInLine, ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }) };
+    return {
+      claims,
+      notes,
+      excluded,
+      released,
+      displaced,
+      held: heldClaims,
+      moreInLine,
+      ...(full && { fullBelow: Math.min(...worst), ...(fullFor && { fullFor }) }),
+    };
   }
 
   private placementFailure(execution: PendingExecution, nodes: readonly NodeRoom[]): TaskEvent {
@@ -539,7 +620,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
   }
 
   /** Prepares a launch claimed for the next in line; a launch that cannot be prepared fails its execution. */
-  private prepare(execution: ClaimedExecution, nodeName: string, excludedNodes: string[]): PreparedLaunch {
+  private prepare(execution: ClaimedExecution, nodeName: string, excludedNodes: string[], after?: string): PreparedLaunch {
     const ready = (async () => {
       try {
         return await (this.driver.prepare as NonNullable<ClusterDriver['prepare']>)(launchOf(execution, nodeName, excludedNodes));
@@ -549,7 +630,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
         return undefined;
       }
     })();
-    return { execution, nodeName, ready };
+    return { execution, nodeName, ready, ...(after && { after }) };
   }
 
   /** Starts a prepared launch's task in the slot it was given, and records it started. */
@@ -619,8 +700,12 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
     if (!slot) return this.wake(true);
     slot.endHeard = true;
     if (this.stopped) return;
-    const first = slot.handedOver || this.startsHeld !== undefined ? undefined : this.prepared.get(slot.nodeId)?.[0];
-    const next = first && first.execution.reservedCpu <= slot.cpu ? (this.prepared.get(slot.nodeId)?.shift() as PreparedLaunch) : undefined;
+    const launches = this.prepared.get(slot.nodeId) ?? [];
+    // One held on this execution's job goes first when it ended well (told by the driver, so the statement that records it checks it); else the first not held.
+    const succeeded = ended?.state === 'completed' && ended.exitCode === 0 && !ended.limit;
+    const dependent = succeeded ? launches.find((launch) => launch.after === slot.execution.jobId) : undefined;
+    const first = slot.handedOver || this.startsHeld !== undefined ? undefined : (dependent ?? launches.find((launch) => !launch.after));
+    const next = first && first.execution.reservedCpu <= slot.cpu ? launches.splice(launches.indexOf(first), 1)[0] : undefined;
     if (ended) {
       slot.ending = true;
       return this.track(this.recordEnd(executionId, slot, ended, next));

@@ -12,10 +12,11 @@ import type { NodeConstraint } from '../execution-profiles/node-constraints.js';
 import type { DriverNode } from './drivers/cluster-driver.js';
 import { ClusterJob, type JobType, type TaskSpec } from './entities/cluster-job.entity.js';
 import { ClusterNode } from './entities/cluster-node.entity.js';
-import { JobExecution, pendingTaskState, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
+import { JobExecution, pendingTaskState, taskEvent, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
-import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, type Holding, type LineOrder } from './fair-share.js';
+import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
+import { ENDED_WELL_IN_E, heldToPrepareStatement, NOT_HELD, released, releasedStatement } from './dependent-jobs.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
 export interface ExecutionRow {
@@ -49,6 +50,24 @@ export interface PendingExecution {
   readonly workloadKey: string | null;
 }
 
+/** A held execution this hub may prepare, on the node its dependency was claimed for (dependent-jobs.ts). */
+export interface HeldExecution extends PendingExecution {
+  readonly heldBy: string;
+  readonly afterNodeId: string;
+}
+
+/** What a placement round reads of held executions (dependent-jobs.ts): how many to prepare at most, and which of this hub's prepared ones to look at. */
+export interface HeldRead {
+  readonly prepare: number;
+  readonly launches: readonly string[];
+}
+
+/** What a placement round read of held executions: those this hub may prepare, and those of its prepared ones whose dependency succeeded. */
+export interface HeldFound {
+  readonly toPrepare: HeldExecution[];
+  readonly released: ReadonlySet<string>;
+}
+
 /** An execution this hub has claimed for a node, with what starting it needs. */
 export interface ClaimedExecution {
   readonly id: string;
@@ -67,6 +86,8 @@ export interface ClaimedExecution {
   readonly ownerId: string | null;
   readonly type: JobType;
   readonly workloadKey: string | null;
+  /** The job it is held on, if any (dependent-jobs.ts): claimed only to be prepared until that job succeeded. */
+  readonly heldBy: string | null;
 }
 
 /** A schedulable node of a placement round, with the CPUs its unfinished executions take. */
@@ -158,11 +179,56 @@ const INSERT_JOB: NamedStatement = {
          INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified, workload_key)
          SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $10, $10, $19 FROM a RETURNING id
        ), e AS (
-         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
-         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10 FROM j RETURNING id
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified, held_by)
+         SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10, $20::uuid FROM j RETURNING id
        )
        SELECT pg_notify('hub_changes', $17) FROM e`,
 };
+
+/**
+ * Jobs of one owner ($2) and their first executions, pending, in one statement (see
+ * ClusterRepository.insertJobs): those whose workload key names no job yet, in order, as many as
+ * the owner's count of active jobs has room for ($3; 0: no limit), counted under its row lock;
+ * announced at its commit ($4) when any was inserted. Answers each job's id, and whether it was
+ * inserted, refused for the quota, or already named by its key.
+ */
+const INSERT_JOBS: NamedStatement = {
+  name: 'cluster-insert-jobs',
+  text: `WITH input AS (
+         SELECT r.*, k.id AS existing FROM jsonb_to_recordset($1::jsonb) AS r(ord int, job_id uuid, execution_id uuid, name text, type text, priority int,
+                  namespace_id uuid, execution_profile_id uuid, task jsonb, properties jsonb, workload_key text, task_name text, task_state jsonb,
+                  reserved_cpu int, reserved_memory int, execution_dir text)
+         LEFT JOIN cluster_jobs k ON k.workload_key = r.workload_key
+       ), fresh AS (
+         SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM input i WHERE i.existing IS NULL
+       ), a AS (
+         UPDATE cluster_active_jobs c SET active = c.active + g.granted
+         FROM (SELECT CASE WHEN $3::integer <= 0 THEN f.n ELSE least(f.n, greatest($3 - x.active, 0)) END AS granted
+               FROM (SELECT active FROM cluster_active_jobs WHERE owner_id = $2 FOR UPDATE) AS x, (SELECT count(*)::int AS n FROM fresh) AS f) AS g
+         WHERE c.owner_id = $2
+         RETURNING g.granted
+       ), j AS (
+         INSERT INTO cluster_jobs (id, name, status, type, priority, namespace_id, execution_profile_id, owner_id, task, properties, submit_time, finished_time, created, modified, workload_key)
+         SELECT f.job_id, f.name, 'pending', f.type, f.priority, f.namespace_id, f.execution_profile_id, $2, f.task, f.properties, $5, NULL, $5, $5, f.workload_key
+         FROM fresh f, a WHERE f.n <= a.granted RETURNING id
+       ), e AS (
+         INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified)
+         SELECT f.execution_id, j.id, 'pending', f.task_name, f.task_state, f.reserved_cpu, f.reserved_memory, f.execution_dir, f.priority, $5, $5
+         FROM fresh f JOIN j ON j.id = f.job_id RETURNING id
+       ), n AS (
+         SELECT pg_notify('hub_changes', $4) WHERE EXISTS (SELECT 1 FROM e)
+       )
+       SELECT i.ord, coalesce(i.existing, i.job_id) AS "jobId",
+              CASE WHEN i.existing IS NOT NULL THEN 'existing' WHEN i.job_id IN (SELECT id FROM j) THEN 'inserted' ELSE 'overQuota' END AS outcome,
+              (SELECT count(*) FROM a)::int AS counted, (SELECT count(*) FROM n)::int AS announced
+       FROM input i ORDER BY i.ord`,
+};
+
+/** What became of one job of a batch (ClusterRepository.insertJobs). */
+export interface BatchInserted {
+  readonly jobId: string;
+  readonly outcome: 'inserted' | 'existing' | 'overQuota';
+}
 
 /**
  * One execution's transition and its job's status, in one statement (so one short transaction):
@@ -175,7 +241,7 @@ const TRANSITION_STEPS = `
   e AS (
     UPDATE job_executions SET status = $2, node_id = $3, driver_ref = $4, exit_code = $5, task_state = $6, prepared = false, modified = now()
     WHERE id = $1 AND status = $7 AND ($8::integer IS NULL OR hub = $8)
-    RETURNING id, job_id, status, task_state
+    RETURNING id, job_id, status, task_state, exit_code
   ), s AS (
     SELECT x.job_id,
            CASE WHEN bool_and(CASE WHEN x.id = e.id THEN e.status ELSE x.status END IN ('completed', 'failed', 'lost')) THEN 'dead'
@@ -209,14 +275,18 @@ const TRANSITION: NamedStatement = {
 /**
  * A transition of an execution this hub follows to its end ($7 running, or pending when its start
  * is written with its end; $8 the hub), which hands its CPUs to one the hub prepared ($9) in the
- * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts): see
+ * same statement, if its owner may take them ($10 the cap setting; see fair-share.ts) and it is
+ * held on nothing, or on a job that succeeded, or on the one that ends, which ends well (its end
+ * is not in this statement's snapshot; dependent-jobs.ts): see
  * ClusterRepository.endAndHandOver.
  */
 const END_AND_HAND_OVER: NamedStatement = {
   name: 'cluster-end-and-hand-over',
   text: `WITH ${TRANSITION_STEPS}, ${announcing(11)}, h AS (
     UPDATE job_executions SET prepared = false, modified = now()
-    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e) AND cluster_may_take_slot($9, $1, $10::integer)
+    WHERE id = $9 AND hub = $8 AND status = 'pending' AND prepared AND EXISTS (SELECT 1 FROM e)
+      AND (${released('job_executions.held_by')} OR job_executions.held_by IN (${ENDED_WELL_IN_E}))
+      AND cluster_may_take_slot($9, $1, $10::integer)
     RETURNING id
   )
   SELECT (SELECT count(*) FROM e)::int AS written, (SELECT count(*) FROM h)::int AS handed, (SELECT count(*) FROM n)::int AS announced`,
@@ -226,7 +296,7 @@ const END_AND_HAND_OVER: NamedStatement = {
 const HAND_OVER: NamedStatement = {
   name: 'cluster-hand-over',
   text: `UPDATE job_executions SET prepared = false, modified = now()
-         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared
+         WHERE id = $3 AND hub = $1 AND status = 'pending' AND prepared AND ${released('job_executions.held_by')}
            AND EXISTS (SELECT 1 FROM job_executions f WHERE f.id = $2 AND f.hub = $1 AND f.status IN ('pending', 'running') AND NOT f.prepared)
            AND cluster_may_take_slot($3, $2, $4::integer)`,
 };
@@ -271,9 +341,8 @@ export interface LatestAttemptRow {
   readonly executionDir: string;
 }
 
-export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
-  return { type, time: new Date().toISOString(), displayMessage: message, details, message };
-}
+/** Where the scheduler and its helpers have always taken it from. */
+export { taskEvent };
 
 @Injectable()
 export class ClusterRepository {
@@ -365,7 +434,14 @@ export class ClusterRepository {
    */
   async insertJob(
     job: NewJob,
-    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string; events?: readonly TaskEvent[] },
+    execution: {
+      reservedCpu: number;
+      reservedMemory: number;
+      executionDirOf: (id: string) => string;
+      events?: readonly TaskEvent[];
+      /** The job it is held on (dependent-jobs.ts). */
+      heldBy?: string;
+    },
     maxActive: number,
     notice: string,
   ): Promise<ClusterJob> {
@@ -393,9 +469,57 @@ export class ClusterRepository {
       notice,
       maxActive,
       job.workloadKey,
+      execution.heldBy ?? null,
     ]);
     if (inserted.rowCount === 0) throw overQuota(maxActive);
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
+  }
+
+  /**
+   * Jobs of one owner and their first executions, pending, in one statement whatever their number
+   * (see INSERT_JOBS), which counts under the owner's row lock: an owner without a count yet (their
+   * first submission) has it made, and the statement runs again. Each job's outcome in order: inserted, refused for the owner's quota (as
+   * many as do not fit, the last ones), or not inserted as its workload key names a job already
+   * (that job's id). A job whose key another submission inserts meanwhile fails the whole batch
+   * (a unique violation), which the caller then submits one by one.
+   */
+  async insertJobs(
+    ownerId: string,
+    jobs: readonly NewJob[],
+    execution: { reservedCpu: number; reservedMemory: number; executionDirOf: (id: string) => string; events?: readonly TaskEvent[] },
+    maxActive: number,
+    notice: string,
+  ): Promise<BatchInserted[]> {
+    const submitTime = new Date();
+    const rows = jobs.map((job, ord) => {
+      if (job.ownerId !== ownerId) throw new Error('A batch of jobs is one owner’s');
+      const executionId = randomUUID();
+      return {
+        ord,
+        job_id: randomUUID(),
+        execution_id: executionId,
+        name: job.name,
+        type: job.type,
+        priority: job.priority,
+        namespace_id: job.namespaceId,
+        execution_profile_id: job.executionProfileId,
+        task: job.task,
+        properties: job.properties,
+        workload_key: job.workloadKey,
+        task_name: job.task.name,
+        task_state: pendingTaskState([taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])]),
+        reserved_cpu: execution.reservedCpu,
+        reserved_memory: execution.reservedMemory,
+        execution_dir: execution.executionDirOf(executionId),
+      };
+    });
+    const values = [JSON.stringify(rows), ownerId, maxActive, notice, submitTime];
+    let result = await runNamed<{ jobId: string; outcome: BatchInserted['outcome']; counted: number }>(this.dataSource, INSERT_JOBS, values);
+    if (result.rows[0]?.counted === 0) {
+      await this.dataSource.query(`INSERT INTO cluster_active_jobs (owner_id, active) VALUES ($1, 0) ON CONFLICT (owner_id) DO NOTHING`, [ownerId]);
+      result = await runNamed(this.dataSource, INSERT_JOBS, values);
+    }
+    return result.rows.map(({ jobId, outcome }) => ({ jobId, outcome }));
   }
 
   /** A page of jobs with what list items show (not their task): see JOB_LIST_COLUMNS and JOB_LIST_EXTRA. */
@@ -519,7 +643,8 @@ export class ClusterRepository {
     exclusive: boolean,
     limit: number,
     line: LineOrder,
-    decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined) => Placement,
+    held: HeldRead,
+    decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined, held: HeldFound) => Placement,
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted
     // by the driver) so that several statements go at once: every job takes this path.
@@ -538,6 +663,9 @@ export class ClusterRepository {
           ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
           : []),
         ...(line.lockOwners ? [lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`)] : []),
+        // Before what is read from the end of the results.
+        ...(held.prepare > 0 ? [heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds))] : []),
+        ...(held.launches.length > 0 ? [releasedStatement(ids(held.launches))] : []),
         `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
          FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
@@ -548,7 +676,14 @@ export class ClusterRepository {
       const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];
       const nodes = read.at(line.fair ? -3 : -2)?.rows as NodeRoom[];
       const pending = read.at(-1)?.rows as PendingExecution[];
-      const { claims, notes, notices } = decide(pending, nodes, holdings, locked);
+      // Just before the nodes: the held ones to prepare, then those released.
+      const nodesAt = read.length - (line.fair ? 3 : 2);
+      const releasedAt = held.launches.length > 0 ? nodesAt - 1 : nodesAt;
+      const found: HeldFound = {
+        toPrepare: held.prepare > 0 ? (read[releasedAt - 1].rows as HeldExecution[]) : [],
+        released: new Set(held.launches.length > 0 ? (read[releasedAt].rows as { id: string }[]).map((row) => row.id) : []),
+      };
+      const { claims, notes, notices } = decide(pending, nodes, holdings, locked, found);
       const events = `ARRAY[${notes.map((note) => `${client.escapeLiteral(JSON.stringify(note.event))}::jsonb`).join(',')}]::jsonb[]`;
       const written = await batch([
         ...(notes.length > 0
@@ -570,10 +705,10 @@ export class ClusterRepository {
                            ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[])
                       AS c(id, node_id, prepared, event), cluster_jobs j
                WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
-                 AND ${OWNER_ACTIVE}
+                 AND ${OWNER_ACTIVE} AND (c.prepared OR ${NOT_HELD})
                RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
                          e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
-                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey"`,
+                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey", e.held_by AS "heldBy"`,
             ]
           : []),
         'COMMIT',

@@ -22,7 +22,8 @@ import { NO_SUCH_NAMESPACE } from '../rbac/access-evaluator.js';
 import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { Attempts } from './attempts.js';
-import { ClusterRepository, WORKLOAD_KEY_INDEX } from './cluster.repository.js';
+import { heldEvent } from './dependent-jobs.js';
+import { ClusterRepository, overQuota, WORKLOAD_KEY_INDEX, type NewJob } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits, type JobIdentity } from './drivers/cluster-driver.js';
 import { JobIdentities } from './job-identities.js';
@@ -68,7 +69,21 @@ export interface Workload {
    * it once (the database decides).
    */
   readonly key?: string;
+  /**
+   * A job of the same owner this one depends on (docs/cluster.md "Dependent jobs"; Slurm's
+   * afterok): held, pending, until an execution of that job completes with exit code 0; ended,
+   * never run, when that job ends otherwise. 400 when there is no such job of the owner's, 409 when
+   * it has ended without success already.
+   */
+  readonly dependsOn?: string;
 }
+
+/**
+ * What became of one workload of a batch (ClusterService.runMany): its job, `existing` when its key
+ * named that job already (it may have started, or ended, since: the area that links it must read it
+ * as it is, as no announcement of it told the area what it is for); or why it was refused.
+ */
+export type BatchRun = { readonly jobId: string; readonly existing: boolean } | { readonly refused: Error };
 
 /** A workload key's longest: every announcement of its job's executions carries it, and NOTIFY payloads are short. */
 export const MAX_WORKLOAD_KEY = 512;
@@ -94,6 +109,51 @@ export interface LatestAttempt {
    * or that recorded its workload after the announcement.
    */
   readonly placementFailure?: string;
+}
+
+/** The refusals of a workload that depend on it alone: its key's length, and an environment variable its profile sets (a job may add to the profile's environment, never change it: it is the administrator's word, devices and threads). */
+function checkWorkload({ key, task, profile }: Workload): void {
+  if (key !== undefined && (key.length === 0 || key.length > MAX_WORKLOAD_KEY))
+    throw InvalidInputError.at('key', `A workload key has 1 to ${MAX_WORKLOAD_KEY} characters`);
+  const overriding = task.envVars.flatMap(({ name }, index) =>
+    Object.hasOwn(profile.environment, name)
+      ? [{ path: `/task/envVars/${index}/name`, message: `${name} is set by execution profile '${profile.name}'; a job may not change it` }]
+      : [],
+  );
+  if (overriding.length > 0) throw invalidBody(overriding);
+}
+
+/** A workload's job as the repository inserts it, under the profile as it is now. */
+function newJob(workload: Workload, identity: JobIdentity | null): NewJob {
+  const { namespace, profile, owner, task, key, dependsOn } = workload;
+  return {
+    name: workload.name,
+    type: workload.type,
+    priority: workload.priority ?? DEFAULT_PRIORITY,
+    namespaceId: namespace.id,
+    executionProfileId: profile._id,
+    ownerId: owner.id,
+    task: {
+      name: task.name,
+      command: task.command,
+      args: [...task.args],
+      envVars: task.envVars.map(({ name, value }) => ({ name, value })),
+      environment: profile.environment,
+      constraints: profile.constraints,
+      identity,
+      limits: limitsOf(profile.properties),
+    },
+    properties: {
+      ...workload.properties,
+      namespace: namespace.name,
+      executionProfileId: profile._id,
+      executionProfile: profile.name,
+      owner: owner.name,
+      ownerId: owner.id,
+      ...(dependsOn !== undefined && { dependsOn }),
+    },
+    workloadKey: key ?? null,
+  };
 }
 
 function placementFailureOf(status: ExecutionStatus, events: readonly TaskEvent[]): string | undefined {
@@ -218,47 +278,80 @@ export class ClusterService {
    * as they are now; with a key that names a job already, answers that job (see Workload.key).
    */
   async run(workload: Workload): Promise<JobDto> {
-    const { namespace, profile, owner, task, key } = workload;
-    if (key !== undefined && (key.length === 0 || key.length > MAX_WORKLOAD_KEY))
-      throw InvalidInputError.at('key', `A workload key has 1 to ${MAX_WORKLOAD_KEY} characters`);
-    // The profile's environment is the administrator's word (devices, threads): a job may add to it, never change it.
-    const overriding = task.envVars.flatMap(({ name }, index) =>
-      Object.hasOwn(profile.environment, name)
-        ? [{ path: `/task/envVars/${index}/name`, message: `${name} is set by execution profile '${profile.name}'; a job may not change it` }]
-        : [],
-    );
-    if (overriding.length > 0) throw invalidBody(overriding);
+    return (await this.runKeyed(workload)).job;
+  }
+
+  /** As `run`, and whether the job its key names existed already (see BatchRun). */
+  async runKeyed(workload: Workload): Promise<{ job: JobDto; existing: boolean }> {
+    const { owner, key } = workload;
+    checkWorkload(workload);
     const { identity, event: identityEvent } = await this.identities.of(owner);
+    const dependsOn = workload.dependsOn;
+    const held = dependsOn !== undefined && (await this.scheduler.dependencyOf(dependsOn, owner.id)) === 'held';
     let job: ClusterJob;
     try {
       job = await this.cluster.insertJob(
+        newJob(workload, identity),
         {
-          name: workload.name,
-          type: workload.type,
-          priority: workload.priority ?? DEFAULT_PRIORITY,
-          namespaceId: namespace.id,
-          executionProfileId: profile._id,
-          ownerId: owner.id,
-          task: {
-            name: task.name,
-            command: task.command,
-            args: [...task.args],
-            envVars: task.envVars.map(({ name, value }) => ({ name, value })),
-            environment: profile.environment,
-            constraints: profile.constraints,
-            identity,
-            limits: limitsOf(profile.properties),
-          },
-          properties: {
-            ...workload.properties,
-            namespace: namespace.name,
-            executionProfileId: profile._id,
-            executionProfile: profile.name,
-            owner: owner.name,
-            ownerId: owner.id,
-          },
-          workloadKey: key ?? null,
+          reservedCpu: 1,
+          reservedMemory: 0,
+          executionDirOf: (executionId) => this.scheduler.executionDir(executionId),
+          events: [...(identityEvent ? [identityEvent] : []), ...(held ? [heldEvent(dependsOn)] : [])],
+          ...(held && { heldBy: dependsOn }),
         },
+        this.config.maxActiveJobsPerUser,
+        this.scheduler.queueNotice(),
+      );
+    } catch (error) {
+      // Already submitted (by this area before, or by another hub just now): that job, whatever the quota says now.
+      const existing =
+        key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
+      if (existing) return { job: toJobResponse(existing), existing: true };
+      throw error;
+    }
+    this.metrics.submitted();
+    // Placed in this request's own turn: what can start now does not wait for a tick.
+    this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
+    return { job: toJobResponse(job), existing: false };
+  }
+
+  /**
+   * Whether a job run with `dependsOn` is prepared while its dependency runs and started the moment
+   * it succeeds (the local driver); where it is not (a queueing cluster), a held job is given to
+   * the cluster only once its dependency succeeded, which gains an area nothing over running it then.
+   */
+  get preparesDependents(): boolean {
+    return this.scheduler.preparesDependents;
+  }
+
+  /**
+   * Runs workloads of one owner as `run` does each (without `dependsOn`), in one statement
+   * however many (ClusterRepository.insertJobs) and one placement for all: for an area that
+   * submits many at once (a pipeline's pass). Answers, in order, each one's job id (that of the
+   * job its key names already, as `run` answers it), or why it was refused: its own problem (its
+   * key, its environment), or the owner's quota (`TooManyRequestsError`, for as many as do not
+   * fit, the last ones). When a key is taken meanwhile by another submission, each is run on its own.
+   */
+  async runMany(workloads: readonly Workload[]): Promise<BatchRun[]> {
+    if (workloads.length === 0) return [];
+    const owner = workloads[0].owner;
+    if (workloads.some((workload) => workload.owner.id !== owner.id || workload.dependsOn !== undefined))
+      throw new Error('runMany takes the workloads of one owner, none with dependsOn');
+    const problems = workloads.map((workload) => {
+      try {
+        checkWorkload(workload);
+        return undefined;
+      } catch (error) {
+        return error as Error;
+      }
+    });
+    const { identity, event: identityEvent } = await this.identities.of(owner);
+    const valid = workloads.flatMap((workload, index) => (problems[index] ? [] : [{ workload, index }]));
+    let inserted: Awaited<ReturnType<ClusterRepository['insertJobs']>>;
+    try {
+      inserted = await this.cluster.insertJobs(
+        owner.id,
+        valid.map(({ workload }) => newJob(workload, identity)),
         {
           reservedCpu: 1,
           reservedMemory: 0,
@@ -269,16 +362,27 @@ export class ClusterService {
         this.scheduler.queueNotice(),
       );
     } catch (error) {
-      // Already submitted (by this area before, or by another hub just now): that job, whatever the quota says now.
-      const existing =
-        key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
-      if (existing) return toJobResponse(existing);
-      throw error;
+      if (!isUniqueViolation(error, WORKLOAD_KEY_INDEX)) throw error;
+      return Promise.all(
+        workloads.map(async (workload): Promise<BatchRun> => {
+          try {
+            const { job, existing } = await this.runKeyed(workload);
+            return { jobId: job.id, existing };
+          } catch (refused) {
+            return { refused: refused as Error };
+          }
+        }),
+      );
     }
-    this.metrics.submitted();
-    // Placed in this request's own turn: what can start now does not wait for a tick.
-    this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
-    return toJobResponse(job);
+    const results: BatchRun[] = problems.map((problem) => ({ refused: problem as Error }));
+    valid.forEach(({ index }, at) => {
+      const { jobId, outcome } = inserted[at];
+      results[index] = outcome === 'overQuota' ? { refused: overQuota(this.config.maxActiveJobsPerUser) } : { jobId, existing: outcome === 'existing' };
+      if (outcome === 'inserted') this.metrics.submitted();
+    });
+    if (inserted.some(({ outcome }) => outcome === 'inserted'))
+      this.scheduler.submitted(Math.max(...valid.map(({ workload }) => workload.priority ?? DEFAULT_PRIORITY)), owner.id);
+    return results;
   }
 
   /** The job a workload was run under `key` (see Workload.key), if any. */

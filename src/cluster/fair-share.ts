@@ -10,6 +10,8 @@
  * (Slurm) applies its own fair share: the hub adds nothing there but the owner's being active.
  */
 
+import { NOT_HELD } from './dependent-jobs.js';
+
 /** The class of the advisory lock on a user under which their slots are counted and taken (also in the FairShare migration's function). */
 export const USER_LOCK_CLASS = 0x4855_5553;
 
@@ -23,7 +25,7 @@ const HOLDING = `e.status IN ('pending', 'running') AND e.node_id IS NOT NULL AN
 export const OWNER_ACTIVE = `EXISTS (SELECT 1 FROM users u WHERE u.id = e.owner_id AND u.active)`;
 
 /** The columns of a pending execution the placement round reads (PendingExecution), from `e` and its job `j`. */
-const PENDING_COLUMNS = `e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
+export const PENDING_COLUMNS = `e.id, e.job_id AS "jobId", j.task->'constraints' AS constraints, e.reserved_cpu AS "reservedCpu", e.reserved_memory AS "reservedMemory",
   e.execution_dir AS "executionDir", e.task_state->'events'->-1 AS "lastEvent", e.priority, e.created, e.owner_id AS "ownerId", j.type,
   j.workload_key AS "workloadKey"`;
 
@@ -72,13 +74,14 @@ export const HOLDINGS_STATEMENT = `SELECT e.owner_id AS "ownerId", e.node_id AS 
  * line is read from job_executions_owner_line_idx, `limit` at most: the cost grows with the owners
  * waiting, not with the queue. The line's rows are then read by their keys: joined on the line
  * alone, every pending execution was scanned (12.9 against 1.4 ms with 10,000 waiting; 35 ms a
- * round in the job-path benchmark). Without `fair` (a queueing cluster), the line as it was:
+ * round in the job-path benchmark). Executions held on a job that has not succeeded are not in
+ * line (dependent-jobs.ts). Without `fair` (a queueing cluster), the line as it was:
  * priority, then age, of active owners' executions.
  */
 export function lineStatement(limit: number, fair: boolean): string {
   if (!fair)
     return `SELECT ${PENDING_COLUMNS} FROM job_executions e JOIN cluster_jobs j ON j.id = e.job_id
-      WHERE e.status = 'pending' AND e.node_id IS NULL AND ${OWNER_ACTIVE}
+      WHERE e.status = 'pending' AND e.node_id IS NULL AND ${OWNER_ACTIVE} AND ${NOT_HELD}
       ORDER BY ${PLACEMENT_FAILED}, e.priority DESC, e.created, e.id
       LIMIT ${limit} FOR UPDATE OF e SKIP LOCKED`;
   return `WITH held AS (
@@ -89,7 +92,7 @@ export function lineStatement(limit: number, fair: boolean): string {
       FROM cluster_active_jobs a JOIN users u ON u.id = a.owner_id AND u.active
       CROSS JOIN LATERAL (
         SELECT e.id, ${PLACEMENT_FAILED} AS failed, e.priority, e.created FROM job_executions e
-        WHERE e.owner_id = a.owner_id AND e.status = 'pending' AND e.driver_ref IS NULL AND e.node_id IS NULL
+        WHERE e.owner_id = a.owner_id AND e.status = 'pending' AND e.driver_ref IS NULL AND e.node_id IS NULL AND ${NOT_HELD}
         ORDER BY ${PLACEMENT_FAILED}, e.priority DESC, e.created, e.id LIMIT ${limit}
       ) AS w
       LEFT JOIN held h ON h.owner_id = a.owner_id

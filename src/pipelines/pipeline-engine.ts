@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
-import { ClusterService, type LatestAttempt } from '../cluster/cluster.service.js';
+import { ClusterService, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
 import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
@@ -10,7 +10,7 @@ import { ExecutionProfilesService } from '../execution-profiles/execution-profil
 import type { NodeState } from './dto/pipeline-run.dto.js';
 import { attemptsOf, FETCH_FAILED_EXIT, INPUTS_FILE, nodeCommand, parseInputNotes, redactedRepo, type InputNote, type RunNodeSpec } from './node-launch.js';
 import { PipelineRunsRepository, type LockedRun, type NodeEvent, type NodeRow, type ResultRow, type RunRow } from './pipeline-runs.repository.js';
-import { FINISHED, RunGraph, type Outcome } from './run-graph.js';
+import { FINISHED, RunGraph, type GraphDecision, type Outcome } from './run-graph.js';
 
 /** The change feed's "table" of owners some of whose nodes the quota now holds back (id: the owner). */
 const OVER_QUOTA_NOTICE = 'pipeline_owner_over_quota';
@@ -21,6 +21,8 @@ const CONCURRENT_ADVANCES = 4;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 /** Submissions and retries a pass asks of the cluster at once. */
 const ASKS_AT_ONCE = 8;
+/** How many nodes deep jobs are submitted ahead of the last node decided, each held on the one before (see holdAhead). */
+const HELD_AHEAD = 4;
 /** How long nodes whose logs were stored wait to be flagged so, together (reads take the execution's own logs meanwhile). */
 const LOG_FLAGS_AFTER_MS = 50;
 
@@ -87,9 +89,18 @@ interface KeptNodes {
 type Seen = 'started' | 'ended';
 
 /** Nodes whose attempt the cluster must be asked for, once the transaction that decided it committed. */
+/** A job the cluster made, or had made already under the node's workload key (`existing`), for a node. */
+interface NodeJob {
+  readonly node: NodeRow;
+  readonly jobId: string;
+  readonly existing: boolean;
+}
+
 interface ClusterWork {
   readonly submit: NodeRow[];
   readonly retry: NodeRow[];
+  /** Jobs held for nodes the run skipped. */
+  readonly stop: string[];
 }
 
 /**
@@ -364,8 +375,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
       const run = this.withPlan(locked);
       const nodes = await this.nodesOf(manager, locked);
+      // Held jobs' too (nodes not decided yet): the pass that decides one may find it started, or ended, meanwhile.
       const jobs = nodes
-        .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId)))
+        .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId) || node.attempt === 0))
         .map((node) => node.jobId as string);
       const latest = await this.cluster.latestAttempts(jobs, manager);
       const step = this.step(run, nodes, collected, latest);
@@ -394,7 +406,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.armTimers(outcome.run, outcome.nodes);
     for (const node of outcome.nodes)
       if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node, outcome.latest.get(node.jobId as string));
-    await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
+    const submitted = await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
+    if (!outcome.ended) await this.holdAhead(outcome.run, outcome.nodes, submitted);
+    await Promise.all(outcome.work.stop.map((jobId) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} skipped the node this job was held for`)));
     // Nodes that ended leaving files to read (input notes, artifacts): read outside any
     // transaction, as copying takes time, then settled by another pass.
     if (outcome.unread.length > 0)
@@ -458,16 +472,10 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const unread: NodeRow[] = [];
     const notes = this.placementNotes.get(run.id);
     this.placementNotes.delete(run.id);
-    for (const node of nodes) {
-      const spec = specs.get(node.name) as RunNodeSpec;
-      const tag: Record<string, string> = attemptsOf(spec).retries > 0 ? { attempt: String(Math.max(node.attempt, 1)) } : {};
-      const note = notes?.get(node.name);
-      if (note && node.state === 'Waiting' && node.attempt > 0) {
-        node.events.push(event('Queued', { ...tag, message: note }));
-        changed.add(node);
-      }
+    /** Records what the node's latest attempt did since the last pass (a job held for it, before it was decided, is not its attempt yet). */
+    const observe = (node: NodeRow, spec: RunNodeSpec, tag: Record<string, string>) => {
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
-      if (FINISHED.has(node.state) || !attempt || attempt.attempt !== node.attempt) continue;
+      if (FINISHED.has(node.state) || !attempt || attempt.attempt !== node.attempt) return;
       // A retry the quota had held back exists now.
       if (node.overQuota) {
         node.overQuota = false;
@@ -483,15 +491,25 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         changed.add(node);
         seen.push([attempt.executionId, 'started']);
       }
-      if (!attempt.finishedAt) continue;
+      if (!attempt.finishedAt) return;
       const found = collected.get(node.name);
       if (found?.attempt !== node.attempt && hasFiles(spec)) {
         unread.push(node);
-        continue;
+        return;
       }
       this.settle(node, spec, attempt, found, tag, results);
       changed.add(node);
       seen.push([attempt.executionId, 'ended']);
+    };
+    for (const node of nodes) {
+      const spec = specs.get(node.name) as RunNodeSpec;
+      const tag: Record<string, string> = attemptsOf(spec).retries > 0 ? { attempt: String(Math.max(node.attempt, 1)) } : {};
+      const note = notes?.get(node.name);
+      if (note && node.state === 'Waiting' && node.attempt > 0) {
+        node.events.push(event('Queued', { ...tag, message: note }));
+        changed.add(node);
+      }
+      observe(node, spec, tag);
     }
     // Retries whose delay has passed.
     for (const node of nodes)
@@ -502,30 +520,50 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         changed.add(node);
       }
     const graph = this.planOf(run).graph;
-    const decision = graph.decide(new Map(nodes.map((node) => [node.name, node])));
-    for (const { name, why } of decision.skip) {
-      const node = nodes.find((candidate) => candidate.name === name) as NodeRow;
-      node.state = 'Skipped';
-      node.outcome = 'skipped';
-      node.events.push(event('Skipped', { message: why }));
-      changed.add(node);
-    }
-    for (const name of decision.submit) {
-      const node = nodes.find((candidate) => candidate.name === name) as NodeRow;
-      node.attempt = 1;
-      const tag: Record<string, string> = attemptsOf(specs.get(name) as RunNodeSpec).retries > 0 ? { attempt: '1' } : {};
-      node.events.push(event('Queued', tag));
-      changed.add(node);
+    const byName = new Map(nodes.map((node) => [node.name, node]));
+    const stop: string[] = [];
+    let decision: GraphDecision;
+    let submitted = false;
+    for (;;) {
+      decision = graph.decide(byName);
+      for (const { name, why } of decision.skip) {
+        const node = byName.get(name) as NodeRow;
+        node.state = 'Skipped';
+        node.outcome = 'skipped';
+        node.events.push(event('Skipped', { message: why }));
+        changed.add(node);
+        // A job held for it (the cluster ends it when its dependency fails; here, when the run will not run it for another reason).
+        if (node.jobId) stop.push(node.jobId);
+      }
+      let held = false;
+      for (const name of decision.submit) {
+        const node = byName.get(name) as NodeRow;
+        const spec = specs.get(name) as RunNodeSpec;
+        node.attempt = 1;
+        const tag: Record<string, string> = attemptsOf(spec).retries > 0 ? { attempt: '1' } : {};
+        // A job held for it was released by its predecessor's end, and may have started since (its start is recorded later): queued then, so that its events stay in order.
+        const releasedAt = node.jobId ? graph.predecessorsOf(name).map((predecessor) => byName.get(predecessor)?.finishedAt)[0] : undefined;
+        node.events.push(event('Queued', tag, releasedAt && releasedAt < now.toISOString() ? releasedAt : undefined));
+        changed.add(node);
+        submitted = true;
+        // Its job, held until now, is its first attempt: it may have started, or ended, already.
+        if (node.jobId) {
+          observe(node, spec, tag);
+          held ||= FINISHED.has(node.state);
+        }
+      }
+      // One that ended decides what comes after it in this pass too.
+      if (!held) break;
     }
     let runChange: Parameters<PipelineRunsRepository['saveRun']>[2] | undefined;
-    if (decision.submit.length > 0 && run.state === 'Queued') runChange = { state: 'Executing', startedAt: now.toISOString() };
+    if (submitted && run.state === 'Queued') runChange = { state: 'Executing', startedAt: now.toISOString() };
     if (decision.ends) runChange = { state: decision.ends, finishedAt: now.toISOString(), ...(run.state === 'Queued' && { startedAt: now.toISOString() }) };
     const submit = nodes.filter((node) => node.state === 'Waiting' && node.attempt > 0 && !node.jobId && !node.retryAt);
     const retry = nodes.filter((node) => {
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       return node.state === 'Waiting' && node.jobId && node.attempt > 1 && !node.retryAt && (attempt?.attempt ?? 0) < node.attempt;
     });
-    return { changed: [...changed], results, run: runChange, work: { submit, retry }, unread, seen };
+    return { changed: [...changed], results, run: runChange, work: { submit, retry, stop }, unread, seen };
   }
 
   /** Records how an attempt ended: a retry to come, or the node's end with its results. */
@@ -615,28 +653,27 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * reconciles), one at a time; once the quota refuses one, the rest wait without being asked, so
    * that a fan-out past the quota costs one refusal per pass rather than one per node.
    */
-  private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<void> {
+  private async askCluster(run: RunRow, work: ClusterWork, retryWaiting: boolean): Promise<NodeJob[]> {
     const asks = [
       ...work.submit.filter((node) => !node.overQuota).map((node) => ({ node, retry: false })),
       ...work.retry.filter((node) => !node.overQuota).map((node) => ({ node, retry: true })),
     ];
     const waiting = retryWaiting ? [...work.submit, ...work.retry].filter((node) => node.overQuota).map((node) => ({ node, retry: node.jobId !== null })) : [];
-    if (asks.length === 0 && waiting.length === 0) return;
+    if (asks.length === 0 && waiting.length === 0) return [];
     const endsBefore = this.ownerEnds.get(run.ownerId) ?? 0;
     const profile = await this.profiles.find(run.executionProfileId);
     const failures: { node: NodeRow; message: string }[] = [];
     const overQuota: { node: NodeRow; message: string }[] = [];
-    const submitted: { node: NodeRow; jobId: string }[] = [];
+    const submitted: NodeJob[] = [];
     let full: string | undefined;
-    /** Asks for one node's attempt; whether the cluster took it. */
-    const ask = async ({ node, retry }: { node: NodeRow; retry: boolean }): Promise<boolean> => {
+    /** Asks for a node's next attempt (a retry); whether the cluster took it. */
+    const ask = async ({ node }: { node: NodeRow }): Promise<boolean> => {
       if (full !== undefined) {
         overQuota.push({ node, message: full });
         return false;
       }
       try {
-        if (retry) await this.cluster.retry(node.jobId as string, node.attempt);
-        else submitted.push({ node, jobId: await this.submitNode(run, node, profile) });
+        await this.cluster.retry(node.jobId as string, node.attempt);
         return true;
       } catch (error) {
         if (error instanceof TooManyRequestsError) {
@@ -646,14 +683,42 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         return false;
       }
     };
-    for (let next = 0; next < asks.length; next += ASKS_AT_ONCE) await Promise.all(asks.slice(next, next + ASKS_AT_ONCE).map(ask));
+    /** Asks for new jobs in one batch (one statement however many: the quota takes as many as fit, the first ones); how many the cluster took. */
+    const askMany = async (nodes: readonly NodeRow[]): Promise<number> => {
+      if (nodes.length === 0) return 0;
+      if (full !== undefined) {
+        for (const node of nodes) overQuota.push({ node, message: full });
+        return 0;
+      }
+      if (!profile) {
+        for (const node of nodes) failures.push({ node, message: `Execution profile ${run.executionProfileId} no longer exists` });
+        return 0;
+      }
+      const ran = await this.cluster.runMany(nodes.map((node) => this.workloadOf(run, node, profile)));
+      let taken = 0;
+      ran.forEach((result, index) => {
+        const node = nodes[index];
+        if ('jobId' in result) {
+          submitted.push({ node, jobId: result.jobId, existing: result.existing });
+          taken += 1;
+        } else if (result.refused instanceof TooManyRequestsError) {
+          full = result.refused.message;
+          overQuota.push({ node, message: full });
+        } else failures.push({ node, message: result.refused.message });
+      });
+      return taken;
+    };
+    await askMany(asks.filter(({ retry }) => !retry).map(({ node }) => node));
+    const retries = asks.filter(({ retry }) => retry);
+    for (let next = 0; next < retries.length; next += ASKS_AT_ONCE) await Promise.all(retries.slice(next, next + ASKS_AT_ONCE).map(ask));
     // Those the quota held back, one at a time, as many as the room heard of (each of the owner's
     // jobs that ended makes room for one; every ask past it is a refused insert contending for the
     // owner's count), one at the least: what is submitted ends too, so nothing waits for good.
     if (waiting.length > 0) {
       const room = Math.max(1, this.roomHeard.get(run.ownerId) ?? 0);
-      let taken = 0;
-      for (const asked of waiting.slice(0, Math.min(waiting.length, room))) if (await ask(asked)) taken += 1;
+      const asked = waiting.slice(0, Math.min(waiting.length, room));
+      let taken = await askMany(asked.filter(({ retry }) => !retry).map(({ node }) => node));
+      for (const one of asked.filter(({ retry }) => retry)) if (await ask(one)) taken += 1;
       this.roomHeard.set(run.ownerId, full === undefined ? room - taken : 0);
     }
     if (submitted.length > 0) await this.recordJobs(run.id, submitted);
@@ -666,13 +731,81 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       // lookup may have found nothing held back yet, so the room it made is asked for now.
       if ((this.ownerEnds.get(run.ownerId) ?? 0) !== endsBefore) void this.advance(run.id, { retryWaiting: true });
     }
+    return submitted;
+  }
+
+  /**
+   * Submits ahead the jobs of nodes that run exactly when a node whose job exists succeeds (see
+   * RunGraph.heldAfter), each held on that job (the cluster's dependent jobs, docs/cluster.md):
+   * the cluster prepares its launch while its predecessor runs and starts it the moment that one
+   * ends well, rather than once this engine heard of that end and decided (a handover's
+   * 5–6 ms) and the cluster placed and launched a new job (13–14 ms); when it ends otherwise, the
+   * cluster ends the held job, never run, and `decide` skips its node as it would have. Only
+   * after nodes whose success is their exit code 0 alone (no retries, timeout, artifacts or
+   * condition), up to HELD_AHEAD nodes past the last one decided, and only where the cluster
+   * prepares such jobs (not on a queueing cluster). A held node is still undecided here (Waiting,
+   * attempt 0, its job recorded); the pass that decides to run it takes that job as its first
+   * attempt. Nothing is asked once the run has a failure nothing handles, and a refusal (the quota)
+   * is not recorded: the node is submitted when decided, as any other.
+   */
+  private async holdAhead(run: RunRow, nodes: readonly NodeRow[], submitted: readonly NodeJob[]): Promise<void> {
+    if (!this.cluster.preparesDependents) return;
+    const { graph, specs } = this.planOf(run);
+    if (nodes.some((node) => graph.failsRun(node))) return;
+    const byName = new Map(nodes.map((node) => [node.name, node]));
+    const jobOf = new Map(nodes.flatMap((node) => (node.jobId && !FINISHED.has(node.state) ? [[node.name, node.jobId] as const] : [])));
+    for (const { node, jobId } of submitted) jobOf.set(node.name, jobId);
+    const leads = (name: string) => {
+      const spec = specs.get(name) as RunNodeSpec;
+      const { retries, timeoutSeconds } = attemptsOf(spec);
+      return retries === 0 && timeoutSeconds === undefined && !spec.task?.conditionNode && Object.keys(spec.outputs?.artifacts ?? {}).length === 0;
+    };
+    let profile: ExecutionProfileDto | null | undefined;
+    let refused = false;
+    const held: NodeJob[] = [];
+    // Level by level from the nodes decided whose jobs exist: those held already are passed through.
+    let frontier = [...jobOf.keys()].filter((name) => (byName.get(name) as NodeRow).attempt > 0);
+    for (let depth = 1; depth <= HELD_AHEAD && frontier.length > 0 && !refused; depth += 1) {
+      const next: string[] = [];
+      const asks: { node: NodeRow; after: string }[] = [];
+      for (const name of frontier.filter(leads))
+        for (const target of graph.heldAfter(name, ASKS_AT_ONCE)) {
+          const node = byName.get(target);
+          if (!node || node.state !== 'Waiting' || node.attempt > 0 || node.overQuota) continue;
+          if (node.jobId) next.push(target);
+          else asks.push({ node, after: jobOf.get(name) as string });
+        }
+      if (asks.length > 0) profile ??= await this.profiles.find(run.executionProfileId);
+      const made = await Promise.all(
+        asks.map(async ({ node, after }) => {
+          try {
+            return { node, ...(await this.submitNode(run, node, profile ?? null, after)) };
+          } catch (error) {
+            // The quota, or the predecessor ended meanwhile: the node is submitted when decided.
+            if (error instanceof TooManyRequestsError) refused = true;
+            return undefined;
+          }
+        }),
+      );
+      for (const one of made)
+        if (one) {
+          held.push(one);
+          jobOf.set(one.node.name, one.jobId);
+          next.push(one.node.name);
+        }
+      frontier = next;
+    }
+    if (held.length > 0) await this.recordJobs(run.id, held);
   }
 
   /**
    * Records the jobs the cluster made for nodes, in one statement; those of a run cancelled while
    * they were being made (cancel may have looked for them before they existed) are stopped at once.
+   * A job that existed already (asked for before, by a pass whose hub did not live to record it,
+   * or held ahead and not recorded) may have started or ended while no node was linked to it, and
+   * its announcements found nothing to advance: another pass reads it as it is.
    */
-  private async recordJobs(runId: string, submitted: readonly { node: NodeRow; jobId: string }[]): Promise<void> {
+  private async recordJobs(runId: string, submitted: readonly NodeJob[]): Promise<void> {
     const recorded = await this.runs.setJobs(
       runId,
       submitted.map(({ node, jobId }) => ({ name: node.name, jobId })),
@@ -686,14 +819,21 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
     } else this.kept.delete(runId);
     if (recorded?.ended !== false) await Promise.all(submitted.map(({ jobId }) => this.cluster.stopWorkload(jobId, `Pipeline run ${runId} has ended`)));
+    else if (submitted.some(({ existing }) => existing)) void this.advance(runId);
   }
 
-  /** A node's first attempt: its job, under the workload key that makes asking twice harmless. */
-  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null): Promise<string> {
+  /** A node's first attempt: its job, under the workload key that makes asking twice harmless; held on job `after` when given (see holdAhead). */
+  private async submitNode(run: RunRow, node: NodeRow, profile: ExecutionProfileDto | null, after?: string): Promise<{ jobId: string; existing: boolean }> {
     if (!profile) throw new Error(`Execution profile ${run.executionProfileId} no longer exists`);
+    const { job, existing } = await this.cluster.runKeyed(this.workloadOf(run, node, profile, after));
+    return { jobId: job.id, existing };
+  }
+
+  /** What a node's job runs, and as whom. */
+  private workloadOf(run: RunRow, node: NodeRow, profile: ExecutionProfileDto, after?: string): Workload {
     const spec = this.planOf(run).specs.get(node.name) as RunNodeSpec;
     const { command, args } = nodeCommand(spec);
-    const job = await this.cluster.run({
+    return {
       name: `${run.id.slice(0, 8)}-${node.name}`.slice(0, 128),
       type: 'batch',
       namespace: { id: run.namespaceId, name: run.namespaceName },
@@ -707,8 +847,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         envVars: [...run.environment, ...(spec.task?.envVars ?? []), { name: 'HUB_RUN_ID', value: run.id }, { name: 'HUB_NODE_NAME', value: node.name }],
       },
       properties: { pipelineRunId: run.id, pipelineNode: node.name, ...(run.pipelineId && { pipelineId: run.pipelineId }) },
-    });
-    return job.id;
+      ...(after !== undefined && { dependsOn: after }),
+    };
   }
 
   /**
@@ -862,7 +1002,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
       await this.runs.saveNodes(manager, changed);
       await this.runs.saveRun(manager, runId, { state: 'Cancelled', cancelled: true, finishedAt: now });
-      return changed.filter((node) => node.attempt > 0);
+      // Held jobs too (nodes not decided yet whose jobs were submitted ahead).
+      return changed.filter((node) => node.attempt > 0 || node.jobId);
     });
     if (!stopping) return false;
     this.forget(runId);

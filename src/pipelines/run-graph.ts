@@ -87,6 +87,33 @@ export class RunGraph {
     return [...new Set(FOLLOWS[outcome].flatMap((kind) => connections?.[kind] ?? []))];
   }
 
+  /**
+   * The nodes that run exactly when `name` succeeds, whatever else happens (at most `most` of them,
+   * else none): each one it leads to on success alone, that no other node leads to and that is
+   * not the entry point, in a run where it is reachable. What an engine may submit ahead, held on
+   * `name`'s success (PipelineEngine.holdAhead): its failure skips them all, as `decide` would.
+   */
+  heldAfter(name: string, most: number): string[] {
+    const connections = this.specs.get(name)?.connections;
+    const onSuccess = connections?.onSuccess ?? [];
+    const others = new Set(CONNECTION_KINDS.filter((kind) => kind !== 'onSuccess').flatMap((kind) => connections?.[kind] ?? []));
+    const targets = this.targets.get(name) ?? [];
+    if (targets.length > most) return [];
+    return targets.filter(
+      (target) =>
+        onSuccess.includes(target) &&
+        !others.has(target) &&
+        target !== this.entryPoint &&
+        (!this.reachable || this.reachable.has(target)) &&
+        (this.predecessors.get(target) ?? []).length === 1,
+    );
+  }
+
+  /** The nodes that lead to `name` by any connection. */
+  predecessorsOf(name: string): readonly string[] {
+    return this.predecessors.get(name) ?? [];
+  }
+
   /** Whether a node failed without a connection that handles it: the run then fails. */
   failsRun(node: GraphNode): boolean {
     return node.state === 'Failed' && !handled(this.specs.get(node.name) ?? {});

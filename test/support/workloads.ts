@@ -54,7 +54,7 @@ export async function workloadsOn(hub: TestHub) {
       return (await profiles.find(created.json<{ _id: string }>()._id)) as ExecutionProfileDto;
     },
     /** Runs `script` with sh as a batch workload of the administrator. */
-    run(script: string, options: { key?: string; profile?: ExecutionProfileDto; name?: string } = {}) {
+    run(script: string, options: { key?: string; profile?: ExecutionProfileDto; name?: string; dependsOn?: string } = {}) {
       const workload: Workload = {
         name: options.name ?? 'node',
         type: 'batch',
@@ -63,6 +63,7 @@ export async function workloadsOn(hub: TestHub) {
         owner: { id: adminId, name: 'admin' },
         task: { name: 'node', command: 'sh', args: ['-c', script], envVars: [] },
         ...(options.key !== undefined && { key: options.key }),
+        ...(options.dependsOn !== undefined && { dependsOn: options.dependsOn }),
       };
       return cluster.run(workload);
     },

@@ -25,6 +25,11 @@ export interface TaskState {
   events: TaskEvent[];
 }
 
+/** An event of a task, now. */
+export function taskEvent(type: string, message: string, details: Record<string, string> = {}): TaskEvent {
+  return { type, time: new Date().toISOString(), displayMessage: message, details, message };
+}
+
 /** The state of a task not yet placed, its first events given (a submission's, an attempt's). */
 export function pendingTaskState(events: TaskEvent[]): TaskState {
   return { status: 'pending', failed: false, restarts: 0, lastRestart: null, startedAt: null, finishedAt: null, events };
@@ -45,6 +50,7 @@ export function pendingTaskState(events: TaskEvent[]): TaskState {
 @Index('job_executions_pending_idx', { synchronize: false })
 @Index('job_executions_active_node_idx', { synchronize: false })
 @Index('job_executions_active_hub_idx', { synchronize: false })
+@Index('job_executions_held_by_idx', { synchronize: false })
 export class JobExecution {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -102,6 +108,10 @@ export class JobExecution {
   /** Claimed with its launch prepared ahead of a slot (see ClusterDriver.prepare): it takes none of its node's CPUs until released into one. */
   @Column({ type: 'boolean', default: false })
   prepared!: boolean;
+
+  /** The job it waits on (docs/cluster.md "Dependent jobs"): it is placed only once an execution of that job completed with exit code 0. */
+  @Column({ name: 'held_by', type: 'uuid', nullable: true })
+  heldBy!: string | null;
 
   @Column({ name: 'driver_ref', type: 'text', nullable: true })
   driverRef!: string | null;
