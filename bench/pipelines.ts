@@ -151,6 +151,8 @@ async function main(): Promise<void> {
       HUB_MAX_RUNNING_JOBS_PER_USER: '0',
     },
     '/health/ready',
+    // To profile the hub: BENCH_HUB_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'.
+    (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter(Boolean),
   );
   const c = clientOf(hub, await login(hub));
   await c.init();
