@@ -187,12 +187,24 @@ export class FilesCopiedOut implements OnModuleInit {
     const prefix = checkedKey(destination);
     const { executionId, executionDir } = await this.located(execution);
     const copied: CopiedLog[] = [];
+    let logs: Confined | undefined;
+    let refused: Refusal | undefined;
+    try {
+      logs = await this.confined(executionDir, 'logs', 'the log directory');
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      refused = error;
+    }
     for (const name of LOG_NAMES) {
       const key = `${prefix}/${LOGS}/${name}`;
       let source: FileHandle | undefined;
       try {
-        const logs = await this.confined(executionDir, 'logs', 'the log directory');
-        source = logs && (await this.openConfined(logs, name, `log '${name}'`, 'the log directory'));
+        if (refused) throw refused;
+        // An empty regular file (most tasks print nothing on one of their logs) has nothing to read:
+        // it is taken as empty without opening it. Anything else is opened as confined.
+        const found = logs && (await lstat(join(logs.real, name)).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : null)));
+        if (logs && found !== undefined && !(found?.isFile() && found.size === 0))
+          source = await this.openConfined(logs, name, `log '${name}'`, 'the log directory');
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
         if (!error.missing) this.logger.warn({ executionId, log: name, reason: error.reason }, 'A log of an execution is not read: it is kept as empty');

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -194,6 +195,27 @@ describe('files copied out of an execution', () => {
     rmSync(logsDir, { recursive: true });
     expect((await files.copyLogs(quiet, 'runs/r1/quiet')).map(({ size }) => size)).toEqual([0, 0]);
     expect(existsSync(join(store, 'runs/r1/quiet/logs/stdout'))).toBe(false);
+  });
+
+  it('reads nothing through a log the job made a link out of its directory, or a log directory it replaced by a link', async () => {
+    const hostile = await runToEnd('hostile', 'echo mine');
+    const logsDir = join(hub.app.get(ClusterScheduler).executionDir(hostile), 'logs');
+    rmSync(join(logsDir, 'stdout'));
+    symlinkSync('/etc/passwd', join(logsDir, 'stdout'));
+    writeFileSync(join(logsDir, 'stderr'), 'own\n');
+    expect(await files.copyLogs(hostile, 'runs/r1/hostile')).toEqual([
+      { name: 'stdout', size: 0, key: 'runs/r1/hostile/logs/stdout', truncated: false },
+      { name: 'stderr', size: 4, key: 'runs/r1/hostile/logs/stderr', truncated: false },
+    ]);
+    expect(existsSync(join(store, 'runs/r1/hostile/logs/stdout'))).toBe(false);
+    // The whole log directory a link to another directory the hub can read, holding a log of someone else's.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'hub-elsewhere-'));
+    writeFileSync(join(elsewhere, 'stderr'), 'not the job’s\n');
+    rmSync(logsDir, { recursive: true });
+    symlinkSync(elsewhere, logsDir);
+    expect((await files.copyLogs(hostile, 'runs/r1/hostile')).map(({ size }) => size)).toEqual([0, 0]);
+    expect(existsSync(join(store, 'runs/r1/hostile/logs/stderr'))).toBe(false);
+    rmSync(elsewhere, { recursive: true });
   });
 
   it('reads windows of a stored file, from the start and from the end, as text or bytes', async () => {
