@@ -50,6 +50,7 @@ const WARM_UPS = 3;
 const LINEAR_NODES = Number(process.env.BENCH_PIPELINE_LINEAR ?? 20);
 const LINEAR_RUNS = Number(process.env.BENCH_PIPELINE_LINEAR_RUNS ?? 3);
 const FANOUT = Number(process.env.BENCH_PIPELINE_FANOUT ?? 200);
+const TRANSACTIONS = process.env.BENCH_PIPELINE_TRANSACTIONS === '1';
 const ENDED = new Set(['Succeeded', 'Failed', 'Cancelled']);
 
 interface NodeStatus {
@@ -114,6 +115,19 @@ const queuedAt = (node: NodeStatus): number => at(node.events.find((e) => e.type
  * with PostgreSQL on this machine; empty otherwise): the hub's pool, its change feed. `db` is left
  * out, being the benchmark's own connection.
  */
+/**
+ * With BENCH_PIPELINE_TRANSACTIONS=1, the database's committed and rolled-back transactions so far
+ * (each statement outside a transaction is one): what a fan-out node costs in round trips, a
+ * figure the load does not change. Backends report them when idle for a while, so this waits 11 s
+ * first (the idle hub's own ticks add a few); undefined otherwise.
+ */
+async function transactionsOf(db: pg.Client, database: string): Promise<number | undefined> {
+  if (!TRANSACTIONS) return undefined;
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
+  const { rows } = await db.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [database]);
+  return Number(rows[0].n);
+}
+
 async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<number, number>> {
   const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows;
   const used = new Map<number, number>();
@@ -235,6 +249,7 @@ async function main(): Promise<void> {
   const directFanBefore = await timedWithCpu(fan.length, () => spawnDirectly(fan.length, SLOTS, 'true'));
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
+  const transactionsBefore = await transactionsOf(db, DATABASE);
   const backendsBefore = await backendsCpuMs(db, DATABASE);
   const hubCpuBefore = cpuMsOf(pid);
   let fanRun: Awaited<ReturnType<typeof runPipeline>> | undefined;
@@ -245,6 +260,7 @@ async function main(): Promise<void> {
   const hubCpuMsPerNode = (cpuMsOf(pid) - hubCpuBefore) / fan.length;
   const backendsAfter = await backendsCpuMs(db, DATABASE);
   const postgresCpuMsPerNode = backendsAfter.size > 0 ? cpuBetween(backendsBefore, backendsAfter) / fan.length : undefined;
+  const transactionsPerNode = TRANSACTIONS ? (((await transactionsOf(db, DATABASE)) as number) - (transactionsBefore as number)) / fan.length : undefined;
   const directFanAfter = await timedWithCpu(fan.length, () => spawnDirectly(fan.length, SLOTS, 'true'));
   const fanStatus = (fanRun as NonNullable<typeof fanRun>).status;
   const fanNodes = Object.entries(fanStatus.nodeStatus);
@@ -320,6 +336,7 @@ async function main(): Promise<void> {
       directCpuMsPerNode: directFanCpu === undefined ? undefined : round(directFanCpu, 2),
       hubCpuMsPerNode: round(hubCpuMsPerNode, 2),
       postgresCpuMsPerNode: postgresCpuMsPerNode === undefined ? undefined : round(postgresCpuMsPerNode, 2),
+      transactionsPerNode: transactionsPerNode === undefined ? undefined : round(transactionsPerNode, 1),
       state: fanStatus.state,
       startedOnce,
       failedNodes,
@@ -336,7 +353,7 @@ async function main(): Promise<void> {
     `pipelines (${cpus().length} CPUs, load ${loadAtStart[0]} at start, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→first node started p50 ${s.pipeline.p50Ms} ms p99 ${s.pipeline.p99Ms} ms` +
       ` (reply p50 ${s.pipeline.replyP50Ms} ms, decided p50 ${s.toQueuedP50Ms} ms, decided → started p50 ${s.queuedToStartedP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
       ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms, ${l.heldNodes} of ${(LINEAR_NODES - 1) * LINEAR_RUNS} submitted ahead (${l.heldPrepared} prepared) (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
-      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms)` +
+      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms${f.transactionsPerNode === undefined ? '' : ` in ${f.transactionsPerNode} transactions`}, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms)` +
       ` ${f.state}, started once ${f.startedOnce}/${f.nodes}, failed ${f.failedNodes} | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );
 }
