@@ -3,14 +3,29 @@
 // table and writes the figures to bench/results/. Uses BENCH_DATABASE_URL (default: this machine's
 // PostgreSQL), where it makes the database hub_bench_<pid> (its own, as several checkouts may share
 // the server) and drops it at the end.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rssMiB, startNode, stop } from './processes.js';
-import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, median, medianLoad, sql, writeResults, type Load } from './support.js';
+import type { GcWindow } from './gc-probe.js';
+import { cpuMsOf, rssMiB, startNode, stop, type Started } from './processes.js';
+import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, load, loadRow, login, median, medianLoad, round, sql, writeResults, type Load } from './support.js';
 
 const BARE = join(dirname(fileURLToPath(import.meta.url)), 'bare-server.js');
+const GC_PROBE = join(dirname(fileURLToPath(import.meta.url)), 'gc-probe.js');
+/** BENCH_HUB: the hub's bundle to measure (default: this checkout's dist/hub.js). */
+const HUB_BUNDLE = process.env.BENCH_HUB ?? HUB;
+/**
+ * BENCH_BASELINE_HUB: another build's bundle (a copy of main's dist/hub.js), run beside the hub on
+ * the same database and measured in the same alternation, so that a change is compared with its
+ * baseline under the same load.
+ */
+const BASELINE_HUB = process.env.BENCH_BASELINE_HUB;
+/**
+ * BENCH_GC=1: each hub runs with bench/gc-probe.ts loaded, and each of its rounds reports the
+ * garbage collector's pauses and the bytes allocated and promoted per 1,000 requests.
+ */
+const GC_PROBE_OUT = process.env.BENCH_GC === '1' ? join(mkdtempSync(join(tmpdir(), 'hub-bench-gc-')), 'windows.jsonl') : undefined;
 const DATABASE = `hub_bench_${process.pid}`;
 const ROWS = 10_000;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
@@ -34,17 +49,76 @@ const SEED = `
          'Namespace number ' || i, false, 1, now() - make_interval(secs => i), now() - make_interval(secs => i)
   FROM generate_series(1, ${ROWS}) AS i`;
 
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+
+interface Target {
+  readonly name: string;
+  readonly server: Started;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+}
+
+/** A round's load with what it cost the server: CPU per request (/proc/<pid>/stat) and, with the GC probe, the collector's work. */
+interface Measured extends Load {
+  readonly cpuMsPerRequest: number;
+  readonly gc?: {
+    readonly pauseMsPer1k: number;
+    readonly maxPauseMs: number;
+    readonly allocatedMBPer1k: number;
+    readonly promotedMBPer1k: number;
+    readonly window: GcWindow;
+  };
+}
+
+/** The GC probe's windows written so far. */
+const gcWindows = (): GcWindow[] =>
+  GC_PROBE_OUT && existsSync(GC_PROBE_OUT)
+    ? readFileSync(GC_PROBE_OUT, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as GcWindow)
+    : [];
+
+async function measure(target: Target, probed: boolean): Promise<Measured> {
+  const pid = target.server.process.pid ?? 0;
+  const gc = probed && GC_PROBE_OUT !== undefined;
+  if (gc) target.server.process.kill('SIGUSR2');
+  const cpuBefore = cpuMsOf(pid);
+  const run = await load(target.url, target.headers, DURATION_S, CONNECTIONS);
+  const cpuMsPerRequest = round((cpuMsOf(pid) - cpuBefore) / run.requests, 3);
+  if (!gc) return { ...run, cpuMsPerRequest };
+  const written = gcWindows().length;
+  target.server.process.kill('SIGUSR2');
+  while (gcWindows().length === written) await new Promise((resolve) => setTimeout(resolve, 20));
+  const window = gcWindows().at(-1)!;
+  const per1k = (value: number) => round((value * 1000) / run.requests, 2);
+  return {
+    ...run,
+    cpuMsPerRequest,
+    gc: {
+      pauseMsPer1k: per1k(window.pauseMs),
+      maxPauseMs: round(Math.max(0, ...Object.values(window.pauses).map((kind) => kind.maxMs)), 2),
+      allocatedMBPer1k: per1k(window.allocatedBytes / 1e6),
+      promotedMBPer1k: per1k(window.promotedBytes / 1e6),
+      window,
+    },
+  };
+}
+
+const measuredRow = (name: string, m: Measured) =>
+  `${loadRow(name, m)} ${m.cpuMsPerRequest} | ${m.gc ? `${m.gc.pauseMsPer1k} (max ${m.gc.maxPauseMs}) | ${m.gc.allocatedMBPer1k} | ${m.gc.promotedMBPer1k}` : ' | | '} |`;
+
 /** Embedded PostgreSQL on a data directory: first start (initdb), then restarts on it. */
 async function embeddedStarts(): Promise<{ firstMs: number; restartMs: number; hubRssMiB: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
   const env = { HUB_DATA_DIR: dataDir, HUB_ADMIN_PASSWORD: ADMIN_PASSWORD, HUB_LOG_LEVEL: 'warn' };
   try {
-    const first = await startNode(HUB, env, '/health/ready');
+    const first = await startNode(HUB_BUNDLE, env, '/health/ready');
     await stop(first);
     const restarts: number[] = [];
     let rss = 0;
     for (let run = 0; run < 3; run += 1) {
-      const hub = await startNode(HUB, env, '/health/ready');
+      const hub = await startNode(HUB_BUNDLE, env, '/health/ready');
       restarts.push(hub.startMs);
       await new Promise((resolve) => setTimeout(resolve, 2000));
       rss = rssMiB(hub.process.pid ?? 0);
@@ -64,40 +138,46 @@ async function main(): Promise<void> {
     HUB_LOG_LEVEL: 'info',
   };
 
-  const migrating = await startNode(HUB, env, '/health/ready');
+  const migrating = await startNode(HUB_BUNDLE, env, '/health/ready');
   await stop(migrating);
   await sql(env.DATABASE_URL, SEED);
   await sql(env.DATABASE_URL, 'VACUUM ANALYZE namespaces'); // As autovacuum would, soon after a bulk load.
 
   const externalStarts: number[] = [];
   for (let run = 0; run < (LIST_ONLY ? 0 : 3); run += 1) {
-    const started = await startNode(HUB, env, '/health/ready');
+    const started = await startNode(HUB_BUNDLE, env, '/health/ready');
     externalStarts.push(started.startMs);
     await stop(started);
   }
 
-  const hub = await startNode(HUB, env, '/health/ready');
+  const hubArgs = GC_PROBE_OUT ? [`--import=${GC_PROBE}`] : [];
+  const hub = await startNode(HUB_BUNDLE, { ...env, ...(GC_PROBE_OUT && { GC_PROBE_OUT }) }, '/health/ready', hubArgs);
+  const baseline = BASELINE_HUB ? await startNode(BASELINE_HUB, { ...env, ...(GC_PROBE_OUT && { GC_PROBE_OUT }) }, '/health/ready', hubArgs) : undefined;
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const idleRss = rssMiB(hub.process.pid ?? 0);
   const token = await login(hub);
   const check = await fetch(`${hub.url}/api/v2/namespaces?${LIST_QUERY}`, { headers: { authorization: `Bearer ${token}` } });
   const { totalCount } = (await check.json()) as { totalCount: number };
   const bare = await startNode(BARE, { DATABASE_URL: env.DATABASE_URL }, '/health');
-  const targets = {
-    hub: { url: `${hub.url}/api/v2/namespaces?${LIST_QUERY}`, headers: { authorization: `Bearer ${token}` } },
-    bare: { url: `${bare.url}/namespaces?${LIST_QUERY}`, headers: {} },
-  };
-  for (const target of Object.values(targets)) await load(target.url, target.headers, 10, CONNECTIONS); // Warm-up: JIT, pools, caches.
-  const rounds: { hub: Load; bare: Load }[] = [];
+  const auth = { authorization: `Bearer ${token}` };
+  const targets: Target[] = [
+    { name: 'hub', server: hub, url: `${hub.url}/api/v2/namespaces?${LIST_QUERY}`, headers: auth },
+    ...(baseline ? [{ name: 'baseline', server: baseline, url: `${baseline.url}/api/v2/namespaces?${LIST_QUERY}`, headers: auth }] : []),
+    { name: 'bare', server: bare, url: `${bare.url}/namespaces?${LIST_QUERY}`, headers: {} },
+  ];
+  for (const target of targets) await load(target.url, target.headers, 10, CONNECTIONS); // Warm-up: JIT, pools, caches.
+  const rounds: Record<string, Measured>[] = [];
   for (let round = 0; round < ROUNDS; round += 1) {
-    const hubRun = await load(targets.hub.url, targets.hub.headers, DURATION_S, CONNECTIONS);
-    const bareRun = await load(targets.bare.url, targets.bare.headers, DURATION_S, CONNECTIONS);
-    rounds.push({ hub: hubRun, bare: bareRun });
+    const measured: Record<string, Measured> = {};
+    for (const target of targets) measured[target.name] = await measure(target, target.name !== 'bare');
+    rounds.push(measured);
   }
-  const hubLoad = medianLoad(rounds.map((r) => r.hub));
-  const bareLoad = medianLoad(rounds.map((r) => r.bare));
+  const medianOf = (name: string) => medianLoad(rounds.map((r) => r[name]));
+  const hubLoad = medianOf('hub');
+  const bareLoad = medianOf('bare');
   const loadedRss = rssMiB(hub.process.pid ?? 0);
   await stop(hub);
+  if (baseline) await stop(baseline);
   await stop(bare);
 
   const embedded = LIST_ONLY ? { firstMs: NaN, restartMs: NaN, hubRssMiB: NaN } : await embeddedStarts();
@@ -115,8 +195,9 @@ async function main(): Promise<void> {
       rounds,
       hub: hubLoad,
       bare: bareLoad,
-      throughputRatio: Math.round((hubLoad.requestsPerSecond / bareLoad.requestsPerSecond) * 100) / 100,
-      p99Ratio: Math.round((hubLoad.p99Ms / bareLoad.p99Ms) * 100) / 100,
+      ...(baseline && { baselineHub: BASELINE_HUB, baseline: medianOf('baseline') }),
+      throughputRatio: ratio(hubLoad.requestsPerSecond, bareLoad.requestsPerSecond),
+      p99Ratio: ratio(hubLoad.p99Ms, bareLoad.p99Ms),
     },
     coldStartMs: { externalPostgres: median(externalStarts), embeddedFirstStart: embedded.firstMs, embeddedExistingDataDir: embedded.restartMs },
     rssMiB: { hubIdleExternal: idleRss, hubAfterLoad: loadedRss, hubIdleEmbedded: embedded.hubRssMiB },
@@ -125,16 +206,24 @@ async function main(): Promise<void> {
   console.log(
     `\nNamespaces list, ${ROWS} rows (${totalCount} match), ${CONNECTIONS} connections, ${DURATION_S} s per run, ${ROUNDS} alternating rounds, ${cpus().length} CPUs\n`,
   );
-  console.log('| server | req/s | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|');
-  rounds.forEach((round, index) => {
-    console.log(loadRow(`hub, round ${index + 1}`, round.hub));
-    console.log(loadRow(`bare, round ${index + 1}`, round.bare));
+  console.log(
+    '| server | req/s | p50 ms | p99 ms | non-2xx | CPU ms/request | GC pause ms/1k | allocated MB/1k | promoted MB/1k |\n|---|---|---|---|---|---|---|---|---|',
+  );
+  rounds.forEach((measured, index) => {
+    for (const target of targets) console.log(measuredRow(`${target.name}, round ${index + 1}`, measured[target.name]));
   });
   console.log(loadRow('**hub (JWT, full pipeline), median**', hubLoad));
+  if (baseline) console.log(loadRow(`**baseline hub (${BASELINE_HUB}), median**`, medianOf('baseline')));
   console.log(loadRow('**bare Fastify + pg, same SQL, median**', bareLoad));
   console.log(
     `\nhub/bare throughput ${results.list.throughputRatio} (target >= ${TARGET_THROUGHPUT_RATIO}); hub/bare p99 ${results.list.p99Ratio} (target <= ${TARGET_P99_RATIO})`,
   );
+  if (baseline) {
+    const base = medianOf('baseline');
+    console.log(
+      `baseline/bare throughput ${ratio(base.requestsPerSecond, bareLoad.requestsPerSecond)}; baseline/bare p99 ${ratio(base.p99Ms, bareLoad.p99Ms)}`,
+    );
+  }
   console.log(
     `cold start: external PostgreSQL ${results.coldStartMs.externalPostgres} ms; embedded, existing data dir ${embedded.restartMs} ms (first start with initdb ${embedded.firstMs} ms)`,
   );

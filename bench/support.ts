@@ -28,6 +28,8 @@ export interface Load {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly non2xx: number;
+  /** Requests answered over the run. */
+  readonly requests: number;
 }
 
 export function databaseUrl(database: string): string {
@@ -59,7 +61,13 @@ export async function dropDatabase(database: string): Promise<void> {
 
 export async function load(url: string, headers: Record<string, string>, seconds: number, connections: number): Promise<Load> {
   const result = await autocannon({ url, connections, duration: seconds, headers });
-  return { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx };
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    requests: result.requests.total,
+  };
 }
 
 export function median(values: number[]): number {
@@ -108,6 +116,7 @@ export function medianLoad(runs: readonly Load[]): Load {
     p50Ms: middle((r) => r.p50Ms),
     p99Ms: middle((r) => r.p99Ms),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    requests: runs.reduce((sum, r) => sum + r.requests, 0),
   };
 }
 

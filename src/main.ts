@@ -1,3 +1,4 @@
+import './common/heap-tuning.js';
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';

@@ -30,6 +30,30 @@ describe('root logger', () => {
     expect(output).toContain('[redacted]');
   });
 
+  it("redacts secrets in a child logger's bindings, in an error's fields and one level down, and leaves the rest of a line as it was", () => {
+    const error = Object.assign(new Error('refused'), { token: 'p9', code: 'E_REFUSED' });
+    const fields = { body: { name: 'kept', password: 'p8' }, list: [{ token: 'in an array' }], plain: { name: 'also kept' } };
+    const lines = captured((logger) => {
+      logger.child({ token: 'p6', requestId: 'r-2' }).info(fields, 'x');
+      logger.error({ err: error }, 'failed');
+    })
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({
+      token: '[redacted]',
+      requestId: 'r-2',
+      body: { name: 'kept', password: '[redacted]' },
+      list: [{ token: 'in an array' }],
+      plain: { name: 'also kept' },
+    });
+    expect(lines[1]).toMatchObject({ err: { message: 'refused', code: 'E_REFUSED', token: '[redacted]' } });
+    expect(lines[1].err).toHaveProperty('stack');
+    // The caller's objects are never changed by a line's censoring.
+    expect(fields.body.password).toBe('p8');
+    expect(error.token).toBe('p9');
+  });
+
   it("keeps a failed query's bound values out of the log, but not its SQL", () => {
     const error = new QueryFailedError('INSERT INTO users (password_hash) VALUES ($1)', ['$argon2id$secret-hash'], new Error('boom'));
     const output = captured((logger) => logger.error({ err: error }, 'Request failed'));

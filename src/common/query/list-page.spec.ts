@@ -27,6 +27,20 @@ const SELECT = 'SELECT t.id FROM "things" "t"';
 /** Never connected: the driver only turns query builders into SQL. */
 const dataSource = new DataSource({ type: 'postgres' });
 
+/**
+ * A builder's connection whose pool answers each statement with `answer(text)` instead of running
+ * it: the lists run their statements on the pool's clients (runStatement).
+ */
+function answering(answer: (text: string) => unknown[]): unknown {
+  const client = {
+    once: () => client,
+    removeListener: () => client,
+    release: () => undefined,
+    query: (text: string, _values: unknown[], callback: (error: Error | null, result: { rows: unknown[] }) => void) => callback(null, { rows: answer(text) }),
+  };
+  return { driver: { master: { connect: () => Promise.resolve(client) } } };
+}
+
 /** The SQL and bound parameters that a query string's filters add to a plain select. */
 function sqlOf(raw: RawQuery): { sql: string; parameters: unknown[] } {
   const query = parseListQuery(SPEC, raw);
@@ -188,7 +202,7 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
     const sql: string[] = [];
     const answer = [...answers];
     const qb = derived();
-    Object.defineProperty(qb, 'connection', { value: { query: (text: string) => (sql.push(text), Promise.resolve(answer.shift() ?? [{ count: '0' }])) } });
+    Object.defineProperty(qb, 'connection', { value: answering((text) => (sql.push(text), answer.shift() ?? [{ count: '0' }])) });
     return { sql, qb, answer };
   }
 
@@ -287,7 +301,7 @@ describe('how a shallow page is read (the cheapest plan, as its list declares)',
 
   function records() {
     const qb = entities.getRepository(RECORDS).createQueryBuilder('record');
-    Object.defineProperty(qb, 'connection', { value: { query: () => Promise.resolve([{ count: '0' }]) } });
+    Object.defineProperty(qb, 'connection', { value: answering(() => [{ count: '0' }]) });
     return qb;
   }
 

@@ -1,4 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
+import { runStatement } from '../database/named-statements.js';
 import type { ItemDenials, NamespaceScope } from '../http/access-scope.js';
 import type { FilterCondition, ListCounts, ListQuery } from './list-query.js';
 
@@ -123,10 +124,10 @@ export function runListStatement<R>(connection: { query<T>(sql: string, paramete
   return connection.query<R>(sql, parameters);
 }
 
-/** Runs SQL made from a list's builder on that builder's connection. */
-function run<R>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[], read?: string): Promise<R> {
+/** Runs SQL made from a list's builder on that builder's connection (a pooled one: see runStatement). */
+function run<R extends unknown[]>(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[], read?: string): Promise<R> {
   observer?.(sql, parameters, read);
-  return qb.connection.query<R>(sql, parameters);
+  return runStatement(qb.connection, sql, parameters) as Promise<R>;
 }
 
 /**
