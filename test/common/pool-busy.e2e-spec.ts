@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { QueryFailedError } from 'typeorm';
 import { poolBusy } from '../../src/common/errors/problem.filter.js';
 import { SERVER_URL_VARIABLE } from '../support/test-database.js';
 
@@ -22,6 +23,8 @@ describe('a database pool busy past its wait', () => {
       );
       expect(error).toBeInstanceOf(Error);
       expect(poolBusy(error)).toBe(true);
+      // As runNamed wraps it (a job's submission, a cluster transition).
+      expect(poolBusy(new QueryFailedError('SELECT 1', [], error as Error))).toBe(true);
     } finally {
       held.release();
       await pool.end();
@@ -31,5 +34,6 @@ describe('a database pool busy past its wait', () => {
   it('is told apart from other connection failures', () => {
     expect(poolBusy(new Error('Connection terminated due to connection timeout'))).toBe(false);
     expect(poolBusy('timeout exceeded when trying to connect')).toBe(false);
+    expect(poolBusy(new QueryFailedError('SELECT 1', [], new Error('duplicate key value violates unique constraint')))).toBe(false);
   });
 });

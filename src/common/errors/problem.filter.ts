@@ -70,6 +70,8 @@ export function fastifyProblem(error: unknown, request: FastifyRequest): Problem
  * fails there rather than turning the 503 back into a 500.
  */
 export function poolBusy(error: unknown): boolean {
+  // runNamed (named-statements.ts) wraps every failure of its statement, this one included.
+  if (error instanceof QueryFailedError) return poolBusy((error as QueryFailedError<Error>).driverError);
   return error instanceof Error && error.message === 'timeout exceeded when trying to connect';
 }
 
@@ -88,7 +90,7 @@ function toProblem(exception: unknown, request: FastifyRequest): Problem | undef
     }
     return status < 500 ? { status, detail: exception.message } : undefined;
   }
-  if (exception instanceof QueryFailedError) return databaseProblem((exception as QueryFailedError<Error>).driverError);
+  if (exception instanceof QueryFailedError && !poolBusy(exception)) return databaseProblem((exception as QueryFailedError<Error>).driverError);
   if (poolBusy(exception)) return { status: 503, detail: 'The hub is too busy to take this request now; retry it', headers: { 'retry-after': '1' } };
   return undefined;
 }
