@@ -25,7 +25,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuMsOf, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
+import { backendsCpuMs, cpuBetween, cpuMsOf, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
 import {
   ADMIN_PASSWORD,
   clientOf,
@@ -108,27 +108,6 @@ const at = (time: string | undefined, what: string): number => {
 
 /** When the engine decided to submit a node's job: its first `Queued` event (made in the pass that decided it, before its commit). */
 const queuedAt = (node: NodeStatus): number => at(node.events.find((e) => e.type === 'Queued')?.time, 'Queued event');
-
-/**
- * Milliseconds of CPU PostgreSQL's backends serving `database` have used, by pid (/proc, so only
- * with PostgreSQL on this machine; empty otherwise): the hub's pool, its change feed. `db` is left
- * out, being the benchmark's own connection.
- */
-async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<number, number>> {
-  const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows;
-  const used = new Map<number, number>();
-  for (const { pid } of pids)
-    try {
-      used.set(pid, cpuMsOf(pid));
-    } catch {
-      // Gone, or not on this machine.
-    }
-  return used;
-}
-
-/** CPU used between two readings of backendsCpuMs (a backend that came meanwhile counts from 0; one that left is lost). */
-const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
-  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
 
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
 
