@@ -6,7 +6,9 @@
 // - 500 short jobs (`true`) by 10 concurrent submitters, from the first POST to the time the hub
 //   recorded the last of them ended (its modifiedTime, read once all are done), beside the mean of
 //   two runs (before and after) of the same 500 processes spawned directly from Node two at a time,
-//   after a burst of 100 alike that warms the hub's burst path (timed apart);
+//   after a burst of 100 alike that warms the hub's burst path (timed apart); their CPU per job, the
+//   machine's and by whom (the hub, its launches, PostgreSQL's backends serving it: from each
+//   process's counters, which other work on the machine leaves out);
 // - submissions while both slots are busy: 10 concurrent clients fill a queue of 10,000 jobs
 //   (accepted per second, 5xx); then with them pending, a submission's reply (against the empty
 //   hub's) and the next task's start after a slot is freed (from the freeing task's end, once the
@@ -21,7 +23,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { rssMiB, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
+import { backendsCpuMs, cpuBetween, cpuMsOf, descendantsCpuMs, rssMiB, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
 import {
   ADMIN_PASSWORD,
   clientOf,
@@ -217,11 +219,22 @@ async function main(): Promise<void> {
   const warmUp = await burstOf(SHORT_JOBS / 5, 'warm-up');
   const directBefore = await timedWithCpu(SHORT_JOBS, () => spawnDirectly(SHORT_JOBS, SLOTS, 'true'));
   let burstSubmitted = 0;
+  // The same run's CPU by whom, from each process's own counters: what other work on the machine
+  // leaves out (the machine's figure counts it all).
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  const splitBefore = { hub: cpuMsOf(pid), jobs: descendantsCpuMs(pid), postgres: await backendsCpuMs(db, DATABASE) };
   const short = await timedWithCpu(SHORT_JOBS, async () => {
     const burst = await burstOf(SHORT_JOBS, 'short');
     burstSubmitted = burst.submitted;
     return burst.seconds;
   });
+  const postgresAfter = await backendsCpuMs(db, DATABASE);
+  const split = {
+    hubMs: round((cpuMsOf(pid) - splitBefore.hub) / SHORT_JOBS, 2),
+    launchesMs: round((descendantsCpuMs(pid) - splitBefore.jobs) / SHORT_JOBS, 2),
+    postgresMs: postgresAfter.size > 0 ? round(cpuBetween(splitBefore.postgres, postgresAfter) / SHORT_JOBS, 2) : undefined,
+  };
   const directAfter = await timedWithCpu(SHORT_JOBS, () => spawnDirectly(SHORT_JOBS, SLOTS, 'true'));
   const shortSeconds = short.seconds;
   const directSeconds = (directBefore.seconds + directAfter.seconds) / 2;
@@ -269,8 +282,6 @@ async function main(): Promise<void> {
   const rss5000 = await rssAt(lastJobs);
 
   // Once each, none lost: the database's record of the whole run.
-  const db = new pg.Client({ connectionString: databaseUrl });
-  await db.connect();
   const [{ twice, never }] = (
     await db.query<{ twice: number; never: number }>(
       `SELECT count(*) FILTER (WHERE starts > 1)::int AS twice, count(*) FILTER (WHERE status IN ('completed', 'failed', 'lost') AND starts = 0)::int AS never
@@ -303,6 +314,9 @@ async function main(): Promise<void> {
       // The whole machine's CPU per job (the hub, PostgreSQL, the jobs and the client; Linux only).
       cpuMsPerJob: short.cpuMsPerJob === undefined ? undefined : round(short.cpuMsPerJob, 2),
       directCpuMsPerJob: directCpuMsPerJob === undefined ? undefined : round(directCpuMsPerJob, 2),
+      // Per job, from each process's counters: the hub's own process; its launcher and every launch
+      // below it (the jobs' processes included); PostgreSQL's backends serving the hub.
+      cpuSplit: split,
       ratio: round(shortSeconds / directSeconds, 2),
       acceptedPerSecond: Math.round(SHORT_JOBS / burstSubmitted),
       warmUp: { jobs: SHORT_JOBS / 5, seconds: round(warmUp.seconds, 2) },
@@ -322,7 +336,7 @@ async function main(): Promise<void> {
   writeResults('cluster', results);
   console.log(
     `cluster job path (${cpus().length} CPUs, load ${results.machine.loadAverage[0]}, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→started p50 ${results.submitToStarted.p50Ms} ms p99 ${results.submitToStarted.p99Ms} ms` +
-      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (CPU per job ${results.shortJobs.cpuMsPerJob ?? '?'} ms vs ${results.shortJobs.directCpuMsPerJob ?? '?'} ms; accepted ${results.shortJobs.acceptedPerSecond}/s; warm-up of ${results.shortJobs.warmUp.jobs}: ${results.shortJobs.warmUp.seconds} s)` +
+      ` (reply p50 ${emptyReplyP50} ms, completed seen p50 ${results.submitToStarted.completedSeenP50Ms} ms) | ${SHORT_JOBS} jobs ${results.shortJobs.hubSeconds} s vs direct ${results.shortJobs.directSeconds} s (${results.shortJobs.directRunsSeconds.join(', ')}) = ${results.shortJobs.ratio}× (CPU per job ${results.shortJobs.cpuMsPerJob ?? '?'} ms vs ${results.shortJobs.directCpuMsPerJob ?? '?'} ms: the hub ${split.hubMs}, launches ${split.launchesMs}, PostgreSQL ${split.postgresMs ?? '?'}; accepted ${results.shortJobs.acceptedPerSecond}/s; warm-up of ${results.shortJobs.warmUp.jobs}: ${results.shortJobs.warmUp.seconds} s)` +
       ` | ${SUBMITTERS} clients, slots busy: ${results.submissionsWhileBusy.perSecond}/s | ${QUEUE} pending: reply p50 ${results.fullQueue.replyP50Ms} ms (${results.fullQueue.ratio}× empty), freed slot → next started p50 ${p(refills, 0.5)} ms max ${round(Math.max(...refills))} ms` +
       ` | RSS after ${firstJobs} ${rss500} MiB, after ${lastJobs} ${rss5000} MiB (${results.memory.growthMiB >= 0 ? '+' : ''}${results.memory.growthMiB}) | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );

@@ -25,7 +25,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuMsOf, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
+import { backendsCpuMs, cpuBetween, cpuMsOf, spawnDirectly, startNode, stop, timedWithCpu } from './processes.js';
 import {
   ADMIN_PASSWORD,
   clientOf,
@@ -111,11 +111,6 @@ const at = (time: string | undefined, what: string): number => {
 const queuedAt = (node: NodeStatus): number => at(node.events.find((e) => e.type === 'Queued')?.time, 'Queued event');
 
 /**
- * Milliseconds of CPU PostgreSQL's backends serving `database` have used, by pid (/proc, so only
- * with PostgreSQL on this machine; empty otherwise): the hub's pool, its change feed. `db` is left
- * out, being the benchmark's own connection.
- */
-/**
  * With BENCH_PIPELINE_TRANSACTIONS=1, the database's committed and rolled-back transactions so far
  * (each statement outside a transaction is one): what a fan-out node costs in round trips, a
  * figure the load does not change. Backends report them when idle for a while, so this waits 11 s
@@ -127,22 +122,6 @@ async function transactionsOf(db: pg.Client, database: string): Promise<number |
   const { rows } = await db.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [database]);
   return Number(rows[0].n);
 }
-
-async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<number, number>> {
-  const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows;
-  const used = new Map<number, number>();
-  for (const { pid } of pids)
-    try {
-      used.set(pid, cpuMsOf(pid));
-    } catch {
-      // Gone, or not on this machine.
-    }
-  return used;
-}
-
-/** CPU used between two readings of backendsCpuMs (a backend that came meanwhile counts from 0; one that left is lost). */
-const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
-  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
 
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
 

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import type pg from 'pg';
 
 export interface Started {
   readonly process: ChildProcess;
@@ -93,11 +94,58 @@ export async function spawnDirectly(count: number, slots: number, command: strin
   return (performance.now() - began) / 1000;
 }
 
-/** Milliseconds of CPU a process has used (user and system, from /proc/<pid>/stat; Linux). */
-export function cpuMsOf(pid: number): number {
-  // The fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+/** The fields of /proc/<pid>/stat after the command name, which is in parentheses and may hold spaces (Linux). */
+function statFields(pid: number | string): string[] {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8')
     .replace(/^.*\) /s, '')
     .split(' ');
+}
+
+/** Milliseconds of CPU a process has used (user and system, from /proc/<pid>/stat; Linux). */
+export function cpuMsOf(pid: number): number {
+  // utime and stime are the 12th and 13th fields after the name.
+  const fields = statFields(pid);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
+
+/**
+ * Milliseconds of CPU the descendants of a process have used (Linux): its children's own and
+ * what they reaped (cutime, cstime), and what it reaped itself. For the hub: its launcher and every
+ * launch below it (monitors, `setsid`, `unshare`, the tasks), however short-lived, once reaped.
+ */
+export function descendantsCpuMs(pid: number): number {
+  const ms = (fields: string[], from: number) => ((Number(fields[from]) + Number(fields[from + 1])) * 1000) / 100;
+  let total = ms(statFields(pid), 13);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = statFields(entry);
+      // The parent's pid is the 2nd field after the name.
+      if (fields[1] === String(pid)) total += ms(fields, 11) + ms(fields, 13);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return total;
+}
+
+/**
+ * Milliseconds of CPU PostgreSQL's backends serving `database` have used, by pid (/proc, so only
+ * with PostgreSQL on this machine; empty otherwise): the hub's pool, its change feed. `db` is left
+ * out, being the benchmark's own connection.
+ */
+export async function backendsCpuMs(db: pg.Client, database: string): Promise<Map<number, number>> {
+  const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows;
+  const used = new Map<number, number>();
+  for (const { pid } of pids)
+    try {
+      used.set(pid, cpuMsOf(pid));
+    } catch {
+      // Gone, or not on this machine.
+    }
+  return used;
+}
+
+/** CPU used between two readings of backendsCpuMs (a backend that came meanwhile counts from 0; one that left is lost). */
+export const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
+  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);

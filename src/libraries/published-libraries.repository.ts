@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { ChangeFeed, RowCache } from '../common/database/change-feed.js';
+import { announceChange, ChangeFeed, RowCache } from '../common/database/change-feed.js';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
 import { ConflictError } from '../common/errors/hub-errors.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
@@ -27,6 +27,8 @@ export interface PublishedRow {
 }
 
 export const WORKER_STATES = ['starting', 'ready', 'failed', 'stopped'] as const;
+/** The change feed's "table" of publishers a start of whose workers was refused (id: the publisher). */
+export const REFUSED_NOTICE = 'library_publisher_refused';
 export type WorkerState = (typeof WORKER_STATES)[number];
 
 /** One worker of a pool: the job it runs now (none while it is replaced), its endpoint, and how it stands. */
@@ -276,6 +278,20 @@ export class PublishedLibrariesRepository {
        SELECT ${WORKER_COLUMNS} FROM w`,
       [publisherId ?? now],
     );
+  }
+
+  /** The publishers with workers whose start was refused, waiting for one of their jobs to end (see claimRetries). */
+  async publishersRefused(): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT DISTINCT p.publisher_id AS id FROM library_workers w JOIN published_libraries p ON p.id = w.published_library_id
+       WHERE w.state = 'failed' AND w.job_id IS NULL AND w.refused`,
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** Tells every hub (this one too) that a start of one of this publisher's workers was refused. */
+  announceRefused(publisherId: string): Promise<void> {
+    return announceChange(this.dataSource, { table: REFUSED_NOTICE, id: publisherId });
   }
 
   /** Workers still starting without a job (a hub ended between claiming and submitting): failed, to be tried again at once. */

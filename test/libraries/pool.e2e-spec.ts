@@ -1,9 +1,11 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
+import { ExecutionAnnouncements } from '../../src/cluster/execution-announcements.js';
 import { HubConfig } from '../../src/common/config/hub-config.js';
+import { PublishedLibrariesRepository } from '../../src/libraries/published-libraries.repository.js';
 import { poll } from '../support/poll.js';
-import { workloadsOn } from '../support/workloads.js';
+import { Heard, workloadsOn } from '../support/workloads.js';
 import { freezeClock } from '../support/test-clock.js';
 import { bearer, enterableTempDir, startTestHub, type TestHub } from '../support/test-hub.js';
 import { DEFINITIONS, expectProblem, libraryClient, ordersCsv, PUBLISHED, untilStatus, workerPid, workerRows, writeData, type Headers } from './support.js';
@@ -98,6 +100,20 @@ describe('library pools on two hubs sharing one database', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const jobs = await workerJobs();
     expect(jobs.map((job) => job.status).sort()).toEqual(['dead', 'running', 'running']);
+  });
+
+  it('looks for no refused worker at the end of a job of a publisher who has none', async () => {
+    const claims = [first, second].map((hub) => jest.spyOn(hub.app.get(PublishedLibrariesRepository), 'claimRetries'));
+    const heard = [first, second].map((hub) => new Heard(hub.app.get(ExecutionAnnouncements)));
+    try {
+      const job = await (await workloadsOn(first)).run('true');
+      // Each hub's pool hears an end before a listener subscribed after it, and would claim at once.
+      await Promise.all(heard.map((listener) => listener.untilKind(job.id, 'ended')));
+      for (const claim of claims) expect(claim).not.toHaveBeenCalled();
+    } finally {
+      for (const listener of heard) listener.unsubscribe();
+      for (const claim of claims) claim.mockRestore();
+    }
   });
 
   it('leaves a replacement the quota refuses failed, and tries it again within 60 s', async () => {
