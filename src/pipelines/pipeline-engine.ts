@@ -311,11 +311,6 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       return;
     }
     const runId = runOfKey(change.workloadKey);
-    // The ended job's own run has nodes waiting for room (as this hub last wrote it): the room its
-    // end made goes to that run, in the pass that records the end, rather than through a lookup of
-    // the owner's waiting runs and a pass of its own (a fan-out past the quota paid both per node).
-    // The owner's other runs get room once this one has none waiting, as they would in its turn.
-    const ownRunWaits = change.kind === 'ended' && runId !== undefined && this.kept.get(runId)?.nodes.some((node) => node.overQuota) === true;
     if (runId) {
       if (change.kind === 'placementFailed' && change.message) {
         const node = change.workloadKey?.slice(KEY_PREFIX.length + 37) ?? '';
@@ -323,14 +318,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         notes.set(node, change.message);
         this.placementNotes.set(runId, notes);
       }
-      void this.advance(runId, { change, retryWaiting: ownRunWaits });
+      void this.advance(runId, { change });
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
     const ownerId = change.ownerId;
     if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
     if (change.kind === 'ended' && ownerId && (this.ownersWaiting === undefined || this.ownersWaiting.has(ownerId))) {
       this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
-      if (ownRunWaits) return;
       const notices = this.notices;
       void this.runs
         .runsOverQuota(ownerId)
