@@ -9,8 +9,10 @@
 //   DuckDB's SELECT DISTINCT … ORDER BY directly, alternated alike;
 //   the worker asked directly (with its secret) and getPublishedLibrary (the hub's own cost of a
 //   request that reaches no worker) alternate with them, to tell the hub's part;
-// - records throughput: 20 concurrent clients for 10 s asking that page, two workers.
+// - records throughput: 20 concurrent clients for 10 s (BENCH_LIBRARY_THROUGHPUT_SECONDS) asking that page, two workers.
 // Prints the figures with the load average beside each; writes bench/results/libraries-<date>.json.
+// BENCH_HUB names another built hub to measure (another worktree's dist/hub.js: a baseline, its own
+// worker with it), BENCH_HUB_NODE_ARGS node options for it (`--cpu-prof --cpu-prof-dir=/tmp/p`).
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -24,7 +26,7 @@ const DATABASE = 'hub_bench_libraries';
 const ROWS = Number(process.env.BENCH_LIBRARY_ROWS ?? 10_000_000);
 const ROUNDS = Number(process.env.BENCH_LIBRARY_ROUNDS ?? 15);
 const CLIENTS = 20;
-const THROUGHPUT_SECONDS = 10;
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_LIBRARY_THROUGHPUT_SECONDS ?? 10);
 /** The page: rows whose score is at least 900 and whose label starts with name-1 (like), the first 1,000 by id. */
 const FILTER = "score >= 900 and label like 'name-1%'";
 /** The same queries in DuckDB directly (the paths are this run's own temporary files). */
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
   chmodSync(codes, 0o644);
   console.log(`${ROWS} rows written in ${round((performance.now() - began) / 1000)} s`);
   const hub = await startNode(
-    HUB,
+    process.env.BENCH_HUB ?? HUB,
     {
       DATABASE_URL: databaseUrl,
       HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
       HUB_LOCAL_SLOTS: '8',
     },
     '/health/ready',
+    (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
   );
   let unpublish: () => Promise<void> = () => Promise.resolve();
   try {
