@@ -62,9 +62,13 @@ export class Queries {
       }
       if (params.length > 0) statement.bind(params as DuckDBValue[]);
       else statement.clearBindings();
-      const reader = await statement.runAndReadAll();
+      // The result is materialised once the statement has run: its chunks are read here at once,
+      // not fetched one by one, each fetch (the last one empty) a trip through libuv's threads.
+      const result = await statement.run();
       if (signal?.aborted) throw new QueryCancelledError();
-      return reader.getRows();
+      const rows: unknown[][] = [];
+      for (let i = 0; i < result.chunkCount; i++) for (const row of result.getChunk(i).getRows()) rows.push(row);
+      return rows;
     } catch (error) {
       if (signal?.aborted) throw new QueryCancelledError();
       throw error;
