@@ -57,14 +57,17 @@ function fieldIndex(dataset: Dataset, name: string, what: string): number {
   return index;
 }
 
-/** Filters compiled per dataset, kept as long as the dataset (a changed file is a new dataset). */
+/** A compiled filter: the WHERE clause and the values it binds. */
 interface Where {
   readonly sql: string;
   readonly params: readonly unknown[];
 }
+/** Filters compiled per dataset, kept as long as the dataset (a changed file is a new dataset). */
 const compiledFilters = new WeakMap<Dataset, Map<string, Where>>();
 /** Filters kept per dataset: a client pages through a few at a time. */
 const FILTERS_KEPT = 256;
+/** The longest filter kept: what is kept stays small (256 × 16 KiB per dataset at most), whatever the bodies. */
+const LONGEST_FILTER_KEPT = 16 * 1024;
 
 /**
  * The WHERE clause of `filter` (none for an empty one); 400 with the parser's message and position.
@@ -81,6 +84,7 @@ export function whereClause(dataset: Dataset, filter: unknown, firstParam = 1): 
   try {
     const compiled = compileFilter(filter, dataset.fields, firstParam);
     const where: Where = { sql: ` WHERE ${compiled.sql}`, params: Object.freeze(compiled.params) };
+    if (filter.length > LONGEST_FILTER_KEPT) return where;
     if (!kept) compiledFilters.set(dataset, (kept = new Map<string, Where>()));
     if (kept.size >= FILTERS_KEPT) kept.delete(kept.keys().next().value as string);
     kept.set(key, where);
