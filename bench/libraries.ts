@@ -9,22 +9,26 @@
 //   DuckDB's SELECT DISTINCT … ORDER BY directly, alternated alike;
 //   the worker asked directly (with its secret) and getPublishedLibrary (the hub's own cost of a
 //   request that reaches no worker) alternate with them, to tell the hub's part;
-// - records throughput: 20 concurrent clients for 10 s asking that page, two workers.
+//   CPU per records request beside the times (the hub's and the workers' from /proc, DuckDB's here),
+//   figures the load moves far less;
+// - records throughput: 20 concurrent clients for 10 s (BENCH_LIBRARY_THROUGHPUT_SECONDS) asking that page, two workers.
 // Prints the figures with the load average beside each; writes bench/results/libraries-<date>.json.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+// BENCH_HUB names another built hub to measure (another worktree's dist/hub.js: a baseline, its own
+// worker with it), BENCH_HUB_NODE_ARGS node options for it (`--cpu-prof --cpu-prof-dir=/tmp/p`).
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pg from 'pg';
-import { startNode, stop } from './processes.js';
+import { cpuMs, startNode, stop } from './processes.js';
 import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, percentileOf, round, sleep, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_libraries';
 const ROWS = Number(process.env.BENCH_LIBRARY_ROWS ?? 10_000_000);
 const ROUNDS = Number(process.env.BENCH_LIBRARY_ROUNDS ?? 15);
 const CLIENTS = 20;
-const THROUGHPUT_SECONDS = 10;
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_LIBRARY_THROUGHPUT_SECONDS ?? 10);
 /** The page: rows whose score is at least 900 and whose label starts with name-1 (like), the first 1,000 by id. */
 const FILTER = "score >= 900 and label like 'name-1%'";
 /** The same queries in DuckDB directly (the paths are this run's own temporary files). */
@@ -36,6 +40,24 @@ const directDistinct = (file: string) => `SELECT DISTINCT code FROM read_parquet
 function mid(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** The pid of the process holding `secret` in its environment (a worker, found in /proc), or undefined. */
+function pidWithSecret(secret: string): number | undefined {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`HUB_WORKER_SECRET=${secret}`)) return Number(pid);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return undefined;
+}
+
+/** CPU milliseconds this process has used (every thread: DuckDB's included). */
+function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -77,7 +99,7 @@ async function main(): Promise<void> {
   chmodSync(codes, 0o644);
   console.log(`${ROWS} rows written in ${round((performance.now() - began) / 1000)} s`);
   const hub = await startNode(
-    HUB,
+    process.env.BENCH_HUB ?? HUB,
     {
       DATABASE_URL: databaseUrl,
       HUB_ADMIN_PASSWORD: ADMIN_PASSWORD,
@@ -88,6 +110,7 @@ async function main(): Promise<void> {
       HUB_LOCAL_SLOTS: '8',
     },
     '/health/ready',
+    (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
   );
   let unpublish: () => Promise<void> = () => Promise.resolve();
   try {
@@ -142,12 +165,16 @@ async function main(): Promise<void> {
     // The worker itself, asked as the hub asks it (its endpoint and secret from the database): what the hub adds is the rest.
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
-    const [worker] = (
+    const workers = (
       await db.query<{ host: string; port: number; secret: string }>(
-        'SELECT host, port, secret FROM library_workers WHERE published_library_id = $1 ORDER BY worker_index LIMIT 1',
+        'SELECT host, port, secret FROM library_workers WHERE published_library_id = $1 ORDER BY worker_index',
         [id],
       )
     ).rows;
+    const [worker] = workers;
+    // CPU per records request, which the load changes far less than its time: the hub's, both workers' (one answers), DuckDB's here.
+    const workerPids = workers.map((row) => pidWithSecret(row.secret)).filter((pid): pid is number => pid !== undefined);
+    const workersCpuMs = () => workerPids.reduce((sum, pid) => sum + cpuMs(pid), 0);
     await db.end();
     const workerBody = JSON.stringify({ name: 'events', filter: FILTER, orderby: ['id'], limit: 1000, offset: 0 });
     const getUrl = `${hub.url}/api/v2/libraries/published/${id}`;
@@ -163,12 +190,21 @@ async function main(): Promise<void> {
       hubDistinct: [] as number[],
       directDistinct: [] as number[],
     };
+    const cpu = { hub: 0, workers: 0, direct: 0 };
     for (let i = 0; i < ROUNDS + 2; i += 1) {
       const warm = i < 2;
+      const [hubBefore, workersBefore] = [cpuMs(hub.process.pid as number), workersCpuMs()];
       const a = (await viaHub(recordsUrl)).ms;
+      const [hubAfter, workersAfter, directBefore] = [cpuMs(hub.process.pid as number), workersCpuMs(), ownCpuMs()];
       let t = performance.now();
       (await direct.runAndReadAll()).getRowsJS();
       const b = performance.now() - t;
+      const directAfter = ownCpuMs();
+      if (!warm) {
+        cpu.hub += hubAfter - hubBefore;
+        cpu.workers += workersAfter - workersBefore;
+        cpu.direct += directAfter - directBefore;
+      }
       const w = (await viaWorker()).ms;
       const g = (await viaHub(getUrl)).ms;
       const c = (await viaHub(distinctUrl)).ms;
@@ -209,6 +245,12 @@ async function main(): Promise<void> {
         workerDirectlyMedianMs: round(mid(times.worker), 2),
         directMedianMs: round(mid(times.direct), 2),
         ratio: round(mid(times.hub) / mid(times.direct), 3),
+        // Means over the rounds (the kernel counts in 10 ms ticks): CPU of the hub and of the workers per request, of DuckDB here per SELECT.
+        cpuMsPerRequest: {
+          hub: round(cpu.hub / ROUNDS, 2),
+          workers: workerPids.length === workers.length ? round(cpu.workers / ROUNDS, 2) : null,
+          direct: round(cpu.direct / ROUNDS, 2),
+        },
       },
       distinct: {
         values: distinctCount,
