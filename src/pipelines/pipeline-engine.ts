@@ -4,6 +4,7 @@ import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/executi
 import { ClusterService, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
 import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
 import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
+import { Clock, type CancelTimer } from '../common/clock/clock.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
@@ -19,6 +20,8 @@ const KEY_PREFIX = 'pipeline-run:';
 /** Runs advanced at once by this hub: each holds a connection, and a cluster call may need another. */
 const CONCURRENT_ADVANCES = 4;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+/** How often a hub looks for nodes whose job ended with no hub acting on it (see sweepUnheard), and how long ago such an end must be. */
+const SWEEP_INTERVAL_MS = 30_000;
 /** Submissions and retries a pass asks of the cluster at once. */
 const ASKS_AT_ONCE = 8;
 /** How many nodes deep jobs are submitted ahead of the last node decided, each held on the one before (see holdAhead). */
@@ -161,6 +164,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly waitingForSlot: (() => void)[] = [];
   private unsubscribe?: () => void;
   private stopped = false;
+  private cancelSweep?: CancelTimer;
 
   constructor(
     private readonly runs: PipelineRunsRepository,
@@ -170,6 +174,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     private readonly files: FilesCopiedOut,
     private readonly profiles: ExecutionProfilesService,
     private readonly changes: ChangeFeed,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -179,6 +184,32 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       else if (change.id) this.noticedWaiting(change.id);
     });
     void this.reconcile();
+    this.armSweep();
+  }
+
+  private armSweep(): void {
+    if (this.stopped) return;
+    this.cancelSweep = this.clock.setTimer(new Date(this.clock.now().getTime() + SWEEP_INTERVAL_MS), () => this.sweepUnheard());
+  }
+
+  /**
+   * Advances the runs with a node waiting on, or running, a job that ended more than
+   * SWEEP_INTERVAL_MS ago: an end no hub acted on (a notice lost between hubs while the change feed
+   * stayed up, or a path not foreseen), which would otherwise leave the run waiting for good. An
+   * end heard is acted on in milliseconds, so this finds nothing as a rule; it reads the active
+   * runs' nodes only (their partial index), every SWEEP_INTERVAL_MS in each hub.
+   */
+  async sweepUnheard(): Promise<void> {
+    try {
+      const since = new Date(this.clock.now().getTime() - SWEEP_INTERVAL_MS);
+      const ids = await this.runs.runsWithUnheardEnds(since);
+      if (ids.length > 0) this.logger.warn(`Advancing ${ids.length} pipeline run(s) with a node whose job ended unheard`);
+      await Promise.all(ids.map((id) => this.advance(id)));
+    } catch (error) {
+      this.logger.error(`Looking for pipeline nodes whose job ended unheard failed: ${(error as Error).message}`);
+    } finally {
+      this.armSweep();
+    }
   }
 
   private noticedWaiting(ownerId: string): void {
@@ -190,6 +221,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    this.cancelSweep?.();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     await this.flagLogsStored();

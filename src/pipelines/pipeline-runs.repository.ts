@@ -276,6 +276,21 @@ export class PipelineRunsRepository {
     );
   }
 
+  /**
+   * Runs not ended with a node still Waiting or Running on a job that ended before `before` (see
+   * PipelineEngine.sweepUnheard); a node waiting for its retry's time is left to its timer.
+   */
+  async runsWithUnheardEnds(before: Date): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT DISTINCT r.id FROM pipeline_runs r
+       JOIN pipeline_run_nodes n ON n.run_id = r.id AND n.state IN ('Waiting', 'Running') AND n.retry_at IS NULL
+       JOIN cluster_jobs j ON j.id = n.job_id AND j.status = 'dead' AND j.finished_time < $1
+       WHERE r.state IN ('Queued', 'Executing')`,
+      [before.toISOString()],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** The runs not yet ended, for a hub that reconciles. */
   async activeRunIds(): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM pipeline_runs WHERE state IN ('Queued', 'Executing')`);

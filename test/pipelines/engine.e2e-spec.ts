@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { HubConfig } from '../../src/common/config/hub-config.js';
+import { PipelineEngine } from '../../src/pipelines/pipeline-engine.js';
 import { RunRetention } from '../../src/pipelines/run-retention.js';
 import { poll } from '../support/poll.js';
+import { freezeClock } from '../support/test-clock.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
 
 interface NodeStatus {
@@ -127,6 +129,51 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     const status = await ended(hub, id);
     expect(status.state).toBe('Succeeded');
     expect(status.nodeStatus.held.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+  }, 60_000);
+
+  it('advances, at its next sweep, a run whose node’s end no hub acted on', async () => {
+    const deaf = await startTestHub();
+    try {
+      const engine = deaf.app.get(PipelineEngine);
+      // This hub's engine hears no announcement from now on: as if the end's notice were lost.
+      (engine as unknown as { unsubscribe?: () => void }).unsubscribe?.();
+      const profiles = await deaf.inject({
+        method: 'GET',
+        url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
+        headers: bearer(deaf.adminToken),
+      });
+      const response = await deaf.inject({
+        method: 'POST',
+        url: RUNS,
+        headers: bearer(deaf.adminToken),
+        payload: { spec: { nodes: [node('only', 'true')] }, executionProfileId: profiles.json().data[0]._id },
+      });
+      expect(response.statusCode).toBe(201);
+      const id = response.json<{ id: string }>().id;
+      const db = deaf.app.get(DataSource);
+      await poll(
+        async () =>
+          (await db.query<{ status: string }[]>(`SELECT j.status FROM cluster_jobs j WHERE j.workload_key = $1`, [`pipeline-run:${id}:only`]))[0]?.status,
+        (status) => status === 'dead',
+        'the node’s job to end',
+      );
+      expect((await statusOf(deaf, id)).state).not.toBe('Succeeded');
+      // A sweep now finds nothing: the end is not yet SWEEP_INTERVAL_MS old.
+      await engine.sweepUnheard();
+      expect((await statusOf(deaf, id)).state).not.toBe('Succeeded');
+      const clock = freezeClock(deaf, new Date(Date.now() + 60_000));
+      await engine.sweepUnheard();
+      const status = await ended(deaf, id);
+      expect(status.state).toBe('Succeeded');
+      expect(status.nodeStatus.only.state).toBe('Succeeded');
+      // And it looks again SWEEP_INTERVAL_MS later, on the hub's clock.
+      const sweeps = jest.spyOn(engine, 'sweepUnheard');
+      await clock.tick(30_000);
+      expect(sweeps).toHaveBeenCalledTimes(1);
+    } finally {
+      jest.restoreAllMocks();
+      await deaf.close();
+    }
   }, 60_000);
 
   it('never starts a node twice when two hubs on one database advance the same runs', async () => {
