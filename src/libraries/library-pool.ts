@@ -13,7 +13,7 @@ import { HubLogger } from '../common/logging/hub-logger.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { PublishedLibrariesRepository, REFUSED_NOTICE, type PublishedRow, type WorkerRow } from './published-libraries.repository.js';
-import { WorkerClient, workerProblem, WorkerUnreachableError, type WorkerReply } from './worker-client.js';
+import { WorkerClient, workerProblem, WorkerUnreachableError, type WorkerReply, type WorkerRequest } from './worker-client.js';
 
 /** The workload key of a worker's job: the library, the index and the generation, so that each process is submitted once. */
 export const WORKER_KEY_PREFIX = 'library:';
@@ -144,15 +144,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /** Sends a request to one of the library's ready workers, in turn; 503 when none is ready. */
-  async relay(
-    library: PublishedRow,
-    method: 'GET' | 'POST',
-    path: string,
-    body?: unknown,
-    signal?: AbortSignal,
-    timeoutMs?: number,
-    requestId?: string,
-  ): Promise<WorkerReply> {
+  async relay(library: PublishedRow, method: 'GET' | 'POST', path: string, request: WorkerRequest = {}): Promise<WorkerReply> {
     for (let attempt = 1; ; attempt += 1) {
       const ready = await this.libraries.readyWorkers(library.id);
       if (ready.length === 0) throw new ServiceUnavailableError(`No worker of library '${library.name}' is ready yet; try again shortly`);
@@ -160,7 +152,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       this.turns.set(library.id, turn + 1);
       const endpoint = endpointOf(ready[turn % ready.length]) as ServiceEndpoint;
       try {
-        return await this.client.send(endpoint, method, path, body, signal, timeoutMs, requestId);
+        return await this.client.send(endpoint, method, path, request);
       } catch (error) {
         // A worker replaced since this hub cached the pool (the change feed's word comes a moment
         // after): read the pool again, once.
@@ -180,7 +172,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       ready.map(async (worker) => {
         const endpoint = endpointOf(worker);
         if (endpoint)
-          await this.client.send(endpoint, 'POST', `/cancel/${encodeURIComponent(requestId)}`, undefined, undefined, HEALTH_TIMEOUT_MS).catch(() => undefined);
+          await this.client.send(endpoint, 'POST', `/cancel/${encodeURIComponent(requestId)}`, { timeoutMs: HEALTH_TIMEOUT_MS }).catch(() => undefined);
       }),
     );
   }
@@ -190,7 +182,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     const endpoint = endpointOf(worker);
     if (!endpoint || worker.state !== 'ready') return 0;
     try {
-      const reply = await this.client.send(endpoint, 'GET', '/health', undefined, undefined, HEALTH_TIMEOUT_MS);
+      const reply = await this.client.send(endpoint, 'GET', '/health', { timeoutMs: HEALTH_TIMEOUT_MS });
       const served = (JSON.parse(reply.body.toString('utf8')) as { requestsServed?: unknown }).requestsServed;
       return typeof served === 'number' ? served : 0;
     } catch {
@@ -315,7 +307,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   private async connect(library: PublishedRow, endpoint: ServiceEndpoint): Promise<void> {
     const publisher = { userId: library.publisherId, userName: library.publisherName, groups: await this.groups.effectiveGroupIds(library.publisherId) };
     const credential = await this.credentials.resolve(publisher, String(library.options.authDomainId));
-    const reply = await this.client.send(endpoint, 'POST', '/connection', { ...credential.data, schema: optionsFor(library).schema });
+    const reply = await this.client.send(endpoint, 'POST', '/connection', { body: { ...credential.data, schema: optionsFor(library).schema } });
     if (reply.status !== 200) throw workerProblem(reply);
   }
 

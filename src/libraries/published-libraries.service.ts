@@ -233,7 +233,7 @@ export class PublishedLibrariesService {
     const library = await this.relayed(id);
     const parameters = { name, ...Object.fromEntries(Object.entries(raw).filter(([key]) => key !== 'allowAsync')) };
     return this.operations.run(library.id, `/api/v2/libraries/published/${library.id}`, parameters, allowAsync, async (signal, requestId) => {
-      const reply = await this.pool.relay(library, 'POST', '/records', { name, ...body }, signal, undefined, requestId);
+      const reply = await this.pool.relay(library, 'POST', '/records', { body: { name, ...body }, signal, requestId });
       if (reply.status !== 200) throw workerProblem(reply);
       return reply.body;
     });
@@ -250,7 +250,7 @@ export class PublishedLibrariesService {
       parsed<Record<string, unknown>>(await this.pool.relay(library, 'GET', datasetPath(name)));
       return { ok: true };
     }
-    const answer = parsed<{ ok: boolean; msg?: string }>(await this.pool.relay(library, 'POST', '/validate-filter', { name, filter }));
+    const answer = parsed<{ ok: boolean; msg?: string }>(await this.pool.relay(library, 'POST', '/validate-filter', { body: { name, filter } }));
     return answer.ok ? { ok: true } : { ok: false, msg: answer.msg && answer.msg !== '' ? answer.msg : 'The filter is invalid' };
   }
 
@@ -262,7 +262,7 @@ export class PublishedLibrariesService {
     const library = await this.relayed(id);
     const body = { name, ...(maxValues !== undefined && { maxValues }), ...(timeout !== undefined && { timeoutMs: timeout * 1000 }) };
     return parsed(
-      await this.pool.relay(library, 'POST', '/distinct-values', body, undefined, timeout !== undefined ? timeout * 1000 + TIMEOUT_MARGIN_MS : undefined),
+      await this.pool.relay(library, 'POST', '/distinct-values', { body, ...(timeout !== undefined && { timeoutMs: timeout * 1000 + TIMEOUT_MARGIN_MS }) }),
     );
   }
 

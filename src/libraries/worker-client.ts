@@ -16,6 +16,18 @@ export interface WorkerReply {
   readonly body: Buffer;
 }
 
+/** What a request to a worker carries beside its method and path. */
+export interface WorkerRequest {
+  /** Sent as JSON. */
+  readonly body?: unknown;
+  /** Aborts the request, which the worker takes as cancelling its query. */
+  readonly signal?: AbortSignal;
+  /** How long the worker may stay silent before the request is given up (a 503). */
+  readonly timeoutMs?: number;
+  /** Names the request, so that any hub may cancel its query (POST /cancel/<id>). */
+  readonly requestId?: string;
+}
+
 /** What a worker answered that is not a success, as the caller's problem: 400 and 404 carry the worker's message. */
 export function workerProblem(reply: WorkerReply): Error {
   let msg = '';
@@ -45,10 +57,7 @@ export class WorkerClient {
     endpoint: ServiceEndpoint,
     method: 'GET' | 'POST',
     path: string,
-    body?: unknown,
-    signal?: AbortSignal,
-    timeoutMs?: number,
-    requestId?: string,
+    { body, signal, timeoutMs, requestId }: WorkerRequest = {},
   ): Promise<WorkerReply> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise<WorkerReply>((resolve, reject) => {
@@ -63,7 +72,6 @@ export class WorkerClient {
           timeout: timeoutMs,
           headers: {
             [SERVICE_SECRET_HEADER]: endpoint.secret,
-            // Names the request, so that any hub may cancel its query (POST /cancel/<id>).
             ...(requestId && { 'x-hub-request-id': requestId }),
             ...(payload && { 'content-type': 'application/json', 'content-length': String(payload.length) }),
           },
