@@ -7,20 +7,8 @@ import { PipelineEngine } from '../../src/pipelines/pipeline-engine.js';
 import { RunRetention } from '../../src/pipelines/run-retention.js';
 import { poll } from '../support/poll.js';
 import { freezeClock } from '../support/test-clock.js';
+import { RUNS, runEnded, runStatus, standardProfileId, startRun } from '../support/pipeline-runs.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
-
-interface NodeStatus {
-  state: string;
-  events: { type: string; details: Record<string, string> }[];
-}
-
-interface RunStatus {
-  state: string;
-  nodeStatus: Record<string, NodeStatus>;
-}
-
-const RUNS = '/api/v2/pipelines/runs';
-const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
 
 function node(name: string, script: string, onSuccess: string[] = []): Record<string, unknown> {
   return { name, connections: { onSuccess }, task: { type: 'rawexec', command: 'sh', args: ['-c', script] } };
@@ -41,25 +29,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
   let hub: TestHub;
   let profileId: string;
 
-  const runOn = async (on: TestHub, nodes: Record<string, unknown>[]): Promise<string> => {
-    const response = await on.inject({
-      method: 'POST',
-      url: RUNS,
-      headers: bearer(on.adminToken),
-      payload: { spec: { nodes }, executionProfileId: profileId },
-    });
-    expect([response.statusCode, response.body]).toEqual([201, expect.any(String)]);
-    return response.json<{ id: string }>().id;
-  };
-  const statusOf = async (on: TestHub, id: string) =>
-    (await on.inject({ method: 'GET', url: `${RUNS}/${id}/status`, headers: bearer(on.adminToken) })).json<RunStatus>();
-  const ended = (on: TestHub, id: string, timeoutMs = 30_000) =>
-    poll(
-      () => statusOf(on, id),
-      (status) => ENDED.includes(status.state),
-      `run ${id} to end`,
-      timeoutMs,
-    );
+  const runOn = (on: TestHub, nodes: Record<string, unknown>[]) => startRun(on, nodes, profileId);
   /** Each node's jobs and executions, as the cluster recorded them. */
   const jobsOf = async (id: string) =>
     hub.app
@@ -71,18 +41,13 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { HUB_MAX_ACTIVE_JOBS_PER_USER: '4' } });
-    const profiles = await hub.inject({
-      method: 'GET',
-      url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
-      headers: bearer(hub.adminToken),
-    });
-    profileId = profiles.json().data[0]._id;
+    profileId = await standardProfileId(hub);
   });
   afterAll(() => hub?.close());
 
   it('keeps a node over its owner’s quota Waiting, says why, and runs it once the owner has room', async () => {
     const id = await runOn(hub, fanOut(10, 'sleep 0.2'));
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     const waited = Object.values(status.nodeStatus).filter((each) =>
       each.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
@@ -114,7 +79,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     try {
       id = await runOn(other, [node('held', 'true')]);
       await poll(
-        () => statusOf(other, id),
+        () => runStatus(other, id),
         (status) => status.nodeStatus.held.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
         'the node to be held back for the quota',
       );
@@ -126,7 +91,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       const stopped = await hub.inject({ method: 'POST', url: `/api/v2/cluster/jobs/${filler}/stop`, headers: bearer(hub.adminToken) });
       expect(stopped.statusCode).toBe(200);
     }
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     expect(status.nodeStatus.held.events.filter((event) => event.type === 'Started')).toHaveLength(1);
   }, 60_000);
@@ -137,19 +102,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       const engine = deaf.app.get(PipelineEngine);
       // This hub's engine hears no announcement from now on: as if the end's notice were lost.
       (engine as unknown as { unsubscribe?: () => void }).unsubscribe?.();
-      const profiles = await deaf.inject({
-        method: 'GET',
-        url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
-        headers: bearer(deaf.adminToken),
-      });
-      const response = await deaf.inject({
-        method: 'POST',
-        url: RUNS,
-        headers: bearer(deaf.adminToken),
-        payload: { spec: { nodes: [node('only', 'true')] }, executionProfileId: profiles.json().data[0]._id },
-      });
-      expect(response.statusCode).toBe(201);
-      const id = response.json<{ id: string }>().id;
+      const id = await startRun(deaf, [node('only', 'true')], await standardProfileId(deaf));
       const db = deaf.app.get(DataSource);
       await poll(
         async () =>
@@ -157,13 +110,13 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
         (status) => status === 'dead',
         'the node’s job to end',
       );
-      expect((await statusOf(deaf, id)).state).not.toBe('Succeeded');
+      expect((await runStatus(deaf, id)).state).not.toBe('Succeeded');
       // A sweep now finds nothing: the end is not yet SWEEP_INTERVAL_MS old.
       await engine.sweepUnheard();
-      expect((await statusOf(deaf, id)).state).not.toBe('Succeeded');
+      expect((await runStatus(deaf, id)).state).not.toBe('Succeeded');
       const clock = freezeClock(deaf, new Date(Date.now() + 60_000));
       await engine.sweepUnheard();
-      const status = await ended(deaf, id);
+      const status = await runEnded(deaf, id);
       expect(status.state).toBe('Succeeded');
       expect(status.nodeStatus.only.state).toBe('Succeeded');
       // And it looks again SWEEP_INTERVAL_MS later, on the hub's clock.
@@ -181,7 +134,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     try {
       const ids = [await runOn(hub, fanOut(6)), await runOn(other, fanOut(6)), await runOn(other, fanOut(6))];
       for (const id of ids) {
-        const status = await ended(hub, id);
+        const status = await runEnded(hub, id);
         expect(status.state).toBe('Succeeded');
         expect(Object.keys(status.nodeStatus)).toHaveLength(8);
         for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
@@ -196,7 +149,7 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
 
   it('prunes a run that ended more than HUB_RUN_RETENTION_DAYS ago, with its logs and results, and keeps the others', async () => {
     const old = await runOn(hub, [{ ...node('kept', 'echo x > out.txt'), outputs: { artifacts: { out: { path: 'out.txt' } } } }]);
-    await ended(hub, old);
+    await runEnded(hub, old);
     const running = await runOn(hub, [node('long', 'sleep 20')]);
     await poll(
       () => hub.inject({ method: 'GET', url: `${RUNS}/${old}/nodes/kept/logs/stdout`, headers: bearer(hub.adminToken) }),
@@ -217,12 +170,12 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
   it('goes on with a run after its hub restarts mid-run: nothing left Running, no node started twice', async () => {
     const id = await runOn(hub, [node('first', 'sleep 1', ['second']), node('second', 'true', ['third']), node('third', 'true')]);
     await poll(
-      () => statusOf(hub, id),
+      () => runStatus(hub, id),
       (status) => status.nodeStatus.first.state === 'Running',
       'the first node to run',
     );
     await hub.restart();
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
     expect((await jobsOf(id)).map((job) => job.executions)).toEqual([1, 1, 1]);

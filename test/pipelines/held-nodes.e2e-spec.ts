@@ -4,19 +4,8 @@ import { ClusterService } from '../../src/cluster/cluster.service.js';
 import type { ExecutionProfileDto } from '../../src/execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../../src/execution-profiles/execution-profiles.service.js';
 import { poll } from '../support/poll.js';
+import { RUNS, runEnded, runStatus, standardProfileId, startRun } from '../support/pipeline-runs.js';
 import { bearer, startTestHub, type TestHub } from '../support/test-hub.js';
-
-interface NodeStatus {
-  state: string;
-  startedAt?: string;
-  finishedAt?: string;
-  events: { type: string; time: string; details: Record<string, string> }[];
-}
-
-interface RunStatus {
-  state: string;
-  nodeStatus: Record<string, NodeStatus>;
-}
 
 /** A node's job as the cluster recorded it: whether it was held (submitted ahead), how many executions, whether one started, how it ended. */
 interface NodeJob {
@@ -27,9 +16,6 @@ interface NodeJob {
   started: boolean;
   lastEvent: string;
 }
-
-const RUNS = '/api/v2/pipelines/runs';
-const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
 
 function node(name: string, script: string, connections: Record<string, string[]> = {}): Record<string, unknown> {
   return { name, connections, task: { type: 'rawexec', command: 'sh', args: ['-c', script] } };
@@ -51,25 +37,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
   let hub: TestHub;
   let profileId: string;
 
-  const runOn = async (on: TestHub, nodes: Record<string, unknown>[]): Promise<string> => {
-    const response = await on.inject({
-      method: 'POST',
-      url: RUNS,
-      headers: bearer(on.adminToken),
-      payload: { spec: { nodes }, executionProfileId: profileId },
-    });
-    expect([response.statusCode, response.body]).toEqual([201, expect.any(String)]);
-    return response.json<{ id: string }>().id;
-  };
-  const statusOf = async (on: TestHub, id: string) =>
-    (await on.inject({ method: 'GET', url: `${RUNS}/${id}/status`, headers: bearer(on.adminToken) })).json<RunStatus>();
-  const ended = (on: TestHub, id: string) =>
-    poll(
-      () => statusOf(on, id),
-      (status) => ENDED.includes(status.state),
-      `run ${id} to end`,
-      30_000,
-    );
+  const runOn = (on: TestHub, nodes: Record<string, unknown>[]) => startRun(on, nodes, profileId);
   const jobsOf = async (id: string): Promise<Map<string, NodeJob>> => {
     const rows = await hub.app.get(DataSource).query<NodeJob[]>(
       `SELECT j.properties->>'pipelineNode' AS node, j.status, bool_or(e.held_by IS NOT NULL) AS held, count(e.id)::int AS executions,
@@ -82,18 +50,13 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
 
   beforeAll(async () => {
     hub = await startTestHub({ env: { HUB_MAX_RUNNING_JOBS_PER_USER: '0' } });
-    const profiles = await hub.inject({
-      method: 'GET',
-      url: '/api/v2/execution-profiles/execprofiles?filter[name][EQ]=Standard',
-      headers: bearer(hub.adminToken),
-    });
-    profileId = profiles.json().data[0]._id;
+    profileId = await standardProfileId(hub);
   });
   afterAll(() => hub?.close());
 
   it('runs a linear pipeline in order, its later nodes submitted ahead, each started once after its predecessor ended', async () => {
     const id = await runOn(hub, chain(6, 'sleep 0.1'));
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     for (let index = 0; index < 6; index += 1) {
       const each = status.nodeStatus[`n${index}`];
@@ -135,7 +98,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
       (status) => status === 'dead',
       'the second node’s job to end',
     );
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     expect(status.nodeStatus.second.state).toBe('Succeeded');
     const linked = await hub.app
@@ -151,7 +114,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
       node('n1', 'true', { onSuccess: ['n2'] }),
       node('n2', 'true'),
     ]);
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Failed');
     expect(status.nodeStatus.first.state).toBe('Failed');
     for (const name of ['second', 'n1', 'n2']) {
@@ -175,7 +138,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
       node('next', 'true'),
       node('handler', 'true'),
     ]);
-    const status = await ended(hub, id);
+    const status = await runEnded(hub, id);
     expect(status.state).toBe('Succeeded');
     expect(status.nodeStatus.next.state).toBe('Skipped');
     expect(status.nodeStatus.handler.state).toBe('Succeeded');
@@ -192,7 +155,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
     );
     const cancelled = await hub.inject({ method: 'POST', url: `${RUNS}/${id}/cancel`, headers: bearer(hub.adminToken) });
     expect(cancelled.statusCode).toBe(200);
-    const status = await statusOf(hub, id);
+    const status = await runStatus(hub, id);
     expect(status.state).toBe('Cancelled');
     for (const name of ['n0', 'n1', 'n2']) expect(status.nodeStatus[name].state).toBe('Cancelled');
     const jobs = await jobsOf(id);
@@ -206,7 +169,7 @@ describe('pipeline nodes submitted ahead, held on their predecessor', () => {
     try {
       const ids = [await runOn(hub, chain(5)), await runOn(other, chain(5)), await runOn(other, chain(5, 'sleep 0.05'))];
       for (const id of ids) {
-        const status = await ended(hub, id);
+        const status = await runEnded(hub, id);
         expect(status.state).toBe('Succeeded');
         for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
         const jobs = await jobsOf(id);
