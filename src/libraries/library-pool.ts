@@ -13,6 +13,7 @@ import { HubLogger } from '../common/logging/hub-logger.js';
 import type { ExecutionProfileDto } from '../execution-profiles/dto/execution-profile.dto.js';
 import { ExecutionProfilesService } from '../execution-profiles/execution-profiles.service.js';
 import { PublishedLibrariesRepository, REFUSED_NOTICE, type PublishedRow, type WorkerRow } from './published-libraries.repository.js';
+import { OwnersWaitingForRoom } from '../cluster/owners-waiting-for-room.js';
 import { WorkerClient, workerProblem, WorkerUnreachableError, type WorkerReply, type WorkerRequest } from './worker-client.js';
 
 /** The workload key of a worker's job: the library, the index and the generation, so that each process is submitted once. */
@@ -62,18 +63,8 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
   private backstop?: NodeJS.Timeout;
   private retryTimer?: { at: number; cancel: CancelTimer };
   private closed = false;
-  /**
-   * Publishers with workers whose start was refused, as far as this hub knows: read when it
-   * reconciles, added to by every hub's notice of a refusal, dropped when a retry of theirs found
-   * none. Only their jobs' ends send this hub to look (two statements): every job of the cluster
-   * ends, and few publishers have a worker waiting. Undefined while the change feed is down or
-   * before the first reconcile: every end looks.
-   */
-  private publishersRefused?: Set<string>;
-  /** Publishers noticed while a reconcile reads them: the read may not see them yet. */
-  private noticedWhileReading?: Set<string>;
-  /** Raised by every notice: a retry that found nothing drops its publisher only if none came meanwhile. */
-  private notices = 0;
+  /** Publishers with workers whose start was refused (see OwnersWaitingForRoom): only their jobs' ends send this hub to retry (two statements). */
+  private readonly publishersRefused: OwnersWaitingForRoom;
 
   constructor(
     private readonly libraries: PublishedLibrariesRepository,
@@ -89,14 +80,12 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     logger: HubLogger,
   ) {
     this.logger = logger.for('libraries');
+    this.publishersRefused = new OwnersWaitingForRoom(changes, REFUSED_NOTICE);
   }
 
   async onApplicationBootstrap(): Promise<void> {
     this.unsubscribe = this.announcements.subscribe((change) => void this.heard(change));
-    this.changes.subscribe(REFUSED_NOTICE, (change) => {
-      if (change === 'reset') this.publishersRefused = undefined;
-      else if (change.id) this.noticedRefused(change.id);
-    });
+    this.publishersRefused.listen();
     await this.reconcile();
     // The net under the timers: workers another hub failed are retried here too.
     this.backstop = setInterval(() => void this.retryDue(), RETRY_INTERVAL_MS);
@@ -190,19 +179,12 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
-  private noticedRefused(publisherId: string): void {
-    this.notices += 1;
-    this.publishersRefused?.add(publisherId);
-    this.noticedWhileReading?.add(publisherId);
-  }
-
   /** One pass of retries of failed workers whose time has come (exposed for the fake clock's tests). */
   async retryDue(publisherId?: string): Promise<void> {
     if (this.closed) return;
     try {
-      const notices = this.notices;
-      const claimed = await this.libraries.claimRetries(this.clock.now(), publisherId);
-      if (publisherId !== undefined && claimed.length === 0 && notices === this.notices) this.publishersRefused?.delete(publisherId);
+      const claim = () => this.libraries.claimRetries(this.clock.now(), publisherId);
+      const claimed = publisherId === undefined ? await claim() : (await this.publishersRefused.lookFor(publisherId, claim)).found;
       for (const worker of claimed) {
         const library = await this.libraries.find(worker.libraryId);
         if (library) await this.launch(library, worker);
@@ -266,7 +248,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
         refused: true,
       });
       // Known here at once; the other hubs hear it from the change feed.
-      this.noticedRefused(library.publisherId);
+      this.publishersRefused.noticed(library.publisherId);
       await this.libraries.announceRefused(library.publisherId);
       await this.armRetry();
     }
@@ -340,7 +322,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
       if (change.workloadKey?.startsWith(WORKER_KEY_PREFIX))
         return await this.ended(change.jobId, change.message ?? `The worker exited (${change.status ?? 'ended'})`);
       // Another job of someone's ended: room in their quota, maybe, for their refused workers.
-      if (!change.ownerId || this.publishersRefused?.has(change.ownerId) === false) return;
+      if (!change.ownerId || !this.publishersRefused.mayWait(change.ownerId)) return;
       await this.retryDue(change.ownerId);
     } catch (error) {
       this.logger.error({ err: error, change }, 'Could not follow a change of a library worker’s job');
@@ -349,13 +331,7 @@ export class LibraryPool implements OnApplicationBootstrap, OnApplicationShutdow
 
   /** At start and after the change feed reconnects: settles workers whose jobs ended unheard, probes starting ones, retries failed ones. */
   private async reconcile(): Promise<void> {
-    this.noticedWhileReading = new Set();
-    try {
-      const refused = await this.libraries.publishersRefused();
-      this.publishersRefused = this.changes.live ? new Set([...refused, ...this.noticedWhileReading]) : undefined;
-    } finally {
-      this.noticedWhileReading = undefined;
-    }
+    await this.publishersRefused.reload(() => this.libraries.publishersRefused());
     await this.libraries.releaseOrphans();
     const workers = await this.libraries.withJobs();
     const attempts = await this.cluster.latestAttempts(workers.map((worker) => worker.jobId as string));

@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
 import { ClusterService, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
+import { OwnersWaitingForRoom } from '../cluster/owners-waiting-for-room.js';
 import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
 import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
 import { Clock, type CancelTimer } from '../common/clock/clock.js';
@@ -141,17 +142,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly seen = new Map<string, Map<string, Seen>>();
   /** Placement failures announced for a run's nodes, recorded as Queued events by its next pass. */
   private readonly placementNotes = new Map<string, Map<string, string>>();
-  /**
-   * Owners with nodes the quota holds back, as far as this hub knows: read when it reconciles,
-   * added to by every hub's notice when it holds one back, dropped when a lookup finds none. An
-   * owner's job that ends sends this hub to look for their runs only then (undefined while the
-   * change feed is down, or before the first reconcile: every end does).
-   */
-  private ownersWaiting?: Set<string>;
-  /** Owners noticed while a reconcile reads them: the read may not see them yet. */
-  private noticedWhileReading?: Set<string>;
-  /** Raised by every notice: a lookup that found nothing drops its owner only if none came meanwhile. */
-  private notices = 0;
+  /** Owners with nodes the quota holds back (see OwnersWaitingForRoom). */
+  private readonly ownersWaiting: OwnersWaitingForRoom;
   /** How many of each owner's jobs this hub heard end (see askCluster). */
   private readonly ownerEnds = new Map<string, number>();
   /**
@@ -175,14 +167,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     private readonly profiles: ExecutionProfilesService,
     private readonly changes: ChangeFeed,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.ownersWaiting = new OwnersWaitingForRoom(changes, OVER_QUOTA_NOTICE);
+  }
 
   onApplicationBootstrap(): void {
     this.unsubscribe = this.announcements.subscribe((change) => this.heard(change));
-    this.changes.subscribe(OVER_QUOTA_NOTICE, (change) => {
-      if (change === 'reset') this.ownersWaiting = undefined;
-      else if (change.id) this.noticedWaiting(change.id);
-    });
+    this.ownersWaiting.listen();
     void this.reconcile();
     this.armSweep();
   }
@@ -210,12 +201,6 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     } finally {
       this.armSweep();
     }
-  }
-
-  private noticedWaiting(ownerId: string): void {
-    this.notices += 1;
-    this.ownersWaiting?.add(ownerId);
-    this.noticedWhileReading?.add(ownerId);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -275,11 +260,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Advances every run not ended: at start, and when changes may have been missed. */
   async reconcile(): Promise<void> {
     try {
-      this.noticedWhileReading = new Set();
-      const owners = await this.runs.ownersOverQuota();
-      this.ownersWaiting = this.changes.live ? new Set([...owners, ...this.noticedWhileReading]) : undefined;
+      const owners = await this.ownersWaiting.reload(() => this.runs.ownersOverQuota());
       for (const owner of owners) this.roomHeard.set(owner, Infinity);
-      this.noticedWhileReading = undefined;
       await Promise.all((await this.runs.activeRunIds()).map((id) => this.advance(id, { retryWaiting: true })));
     } catch (error) {
       this.logger.error(`Reconciling pipeline runs failed: ${(error as Error).message}`);
@@ -355,17 +337,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // A job of the owner ended: a node waiting for room in their quota may go now.
     const ownerId = change.ownerId;
     if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
-    if (change.kind === 'ended' && ownerId && (this.ownersWaiting === undefined || this.ownersWaiting.has(ownerId))) {
+    if (change.kind === 'ended' && ownerId && this.ownersWaiting.mayWait(ownerId)) {
       this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
-      const notices = this.notices;
-      void this.runs
-        .runsOverQuota(ownerId)
-        .then((ids) => {
-          if (ids.length === 0 && notices === this.notices) {
-            this.ownersWaiting?.delete(ownerId);
-            this.roomHeard.delete(ownerId);
-          }
-          return Promise.all(ids.map((id) => this.advance(id, { retryWaiting: true })));
+      void this.ownersWaiting
+        .lookFor(ownerId, () => this.runs.runsOverQuota(ownerId))
+        .then(({ found, dropped }) => {
+          if (dropped) this.roomHeard.delete(ownerId);
+          return Promise.all(found.map((id) => this.advance(id, { retryWaiting: true })));
         })
         .catch((error: unknown) => this.logger.error(`Finding runs waiting for quota failed: ${(error as Error).message}`));
     }
@@ -758,7 +736,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     const heldBack = overQuota.filter(({ node }) => !node.overQuota);
     if (failures.length > 0 || heldBack.length > 0) await this.recordRefusals(run.id, failures, heldBack);
     if (overQuota.length > 0) {
-      this.noticedWaiting(run.ownerId);
+      this.ownersWaiting.noticed(run.ownerId);
       // One of the owner's jobs ended after the quota refused, before the refusal was recorded: its
       // lookup may have found nothing held back yet, so the room it made is asked for now.
       if ((this.ownerEnds.get(run.ownerId) ?? 0) !== endsBefore) void this.advance(run.id, { retryWaiting: true });
