@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type pg from 'pg';
 
@@ -149,3 +149,27 @@ export async function backendsCpuMs(db: pg.Client, database: string): Promise<Ma
 /** CPU used between two readings of backendsCpuMs (a backend that came meanwhile counts from 0; one that left is lost). */
 export const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
   [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
+
+/**
+ * Kills the processes whose working directory lies in one of `dirs` (hubs' data directories):
+ * what the jobs of a hub that a test, the fuzzer or a benchmark stopped left running (a session,
+ * a service, a job nobody waited for). A hub leaves them for another hub to follow, and the run's
+ * end leaves them to no one; their uids are shared by every hub of the run, and a limit on a uid's
+ * processes counts them all.
+ */
+export function killProcessesUnder(dirs: ReadonlySet<string> | readonly string[]): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      continue;
+    }
+    if (![...dirs].some((dir) => cwd.startsWith(`${dir}/`))) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}

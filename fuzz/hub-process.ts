@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
-import { freePort } from '../bench/processes.js';
+import { freePort, killProcessesUnder } from '../bench/processes.js';
 import { loadHubConfig } from '../src/common/config/hub-config.js';
 import { EmbeddedPostgres } from '../src/common/database/embedded-postgres.js';
 
@@ -118,6 +118,8 @@ export async function startHub(serverUrl: string | undefined): Promise<HubProces
       await once(child, 'close');
       clearTimeout(timer);
     }
+    // Sessions and services outlive their hub by design (another hub follows them): none will here.
+    killProcessesUnder([dataDir]);
     await query(server.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     rmSync(dataDir, { recursive: true, force: true });
     await server.stop();

@@ -1,8 +1,9 @@
-import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { killProcessesUnder } from '../../bench/processes.js';
 import { ReplyContract, type ContractDocument } from '../../fuzz/reply-contract.js';
 import { AppModule } from '../../src/app.module.js';
 import { loadHubConfig } from '../../src/common/config/hub-config.js';
@@ -127,29 +128,6 @@ async function checkedReply(app: NestFastifyApplication, options: InjectOptions,
 /** The data directories of the hubs on each database the harness made (its URL): where their jobs run. */
 const dataDirsOf = new Map<string, Set<string>>();
 
-/**
- * Kills the processes whose working directory lies in one of `dirs`: what the jobs of a test's hubs
- * left running (a session, a service, a job a spec did not wait for), which the hubs leave for
- * another hub to follow, and which a test's end leaves to no one. Their uids are shared by every
- * hub of the run, and a limit on a uid's processes counts them all.
- */
-function killLeftovers(dirs: ReadonlySet<string>): void {
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    let cwd: string;
-    try {
-      cwd = readlinkSync(`/proc/${pid}/cwd`);
-    } catch {
-      continue;
-    }
-    if (![...dirs].some((dir) => cwd.startsWith(`${dir}/`))) continue;
-    try {
-      process.kill(Number(pid), 'SIGKILL');
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-}
-
 export interface TestHubOptions {
   /** Settings to override. */
   readonly env?: Record<string, string>;
@@ -175,7 +153,7 @@ export async function startTestHub({ env = {}, logs, databaseUrl: shared }: Test
   // The hub that made the database ends the test's hubs' jobs with it; the others' files go when they close.
   const cleanUp = async () => {
     if (database) {
-      killLeftovers(dirs);
+      killProcessesUnder(dirs);
       dataDirsOf.delete(url);
       await dropDatabase(serverUrl, database);
       for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
