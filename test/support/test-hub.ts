@@ -9,6 +9,7 @@ import { AppModule } from '../../src/app.module.js';
 import { loadHubConfig } from '../../src/common/config/hub-config.js';
 import { createHubApp } from '../../src/common/http/hub-app.js';
 import { createRootLogger } from '../../src/common/logging/hub-logger.js';
+import { checkListStatements } from '../../src/common/query/list-statements.js';
 import { forwardedFromSession } from '../../src/sessions/session-proxy.js';
 import { createDatabaseFromTemplate, databaseUrl, dropDatabase, SERVER_URL_VARIABLE, TEMPLATE_VARIABLE } from './test-database.js';
 
@@ -89,6 +90,13 @@ async function runDocument(app: NestFastifyApplication): Promise<ContractDocumen
     return reply.json<ContractDocument>();
   }
 }
+
+/**
+ * Every list request a spec sends whose statement's text is kept (src/common/query/list-statements.ts)
+ * builds its statement too, and fails if the kept text is not what it makes: a shape that missed
+ * something would give one request another's statement.
+ */
+checkListStatements(true);
 
 /** The request each raw response `inject` hands back answered: the route that took it (`undefined`: none did), and whether it was forwarded. */
 const requests = new WeakMap<object, FastifyRequest>();

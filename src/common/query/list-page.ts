@@ -1,5 +1,6 @@
 import type { ObjectLiteral, SelectQueryBuilder, WhereExpressionBuilder } from 'typeorm';
 import { runStatement } from '../database/named-statements.js';
+import { builderShape, listStatement } from './list-statements.js';
 import type { ItemDenials, NamespaceScope } from '../http/access-scope.js';
 import type { FilterCondition, ListCounts, ListQuery } from './list-query.js';
 
@@ -188,11 +189,15 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
   const shallow = shallowRead(qb, query);
   if (query.offset < DEEP_OFFSET) {
     // The count rides in the page's statement: one round trip and one pooled connection, not two.
-    const count = countStatement(qb, query, options, unscoped);
-    const rows = await (shallow.byKeys
-      ? selectByKeys<R & Counted>(qb, query, options, undefined, shallow.why, count)
-      : selectSorted<R & Counted>(qb, query, true, options, shallow.why, count));
-    if (rows.length === 0) return { items: [], totalCount: query.offset === 0 ? 0 : await runCount(qb, count) };
+    // It is made before the page's builder changes `qb`, and only when wanted (a kept text needs none).
+    let count: SelectQueryBuilder<ObjectLiteral> | undefined;
+    const counted = () => (count ??= countStatement(qb, query, options, unscoped));
+    const shape = unscoped ? undefined : pageShape('counted page', qb, query, options, shallow.byKeys);
+    const [sql, parameters] = listStatement(qb, shape, () =>
+      shallow.byKeys ? pageByKeys(qb, query, options, undefined, counted()) : sortedPage(qb, query, true, options, counted()),
+    );
+    const rows = await run<(R & Counted)[]>(qb, sql, parameters, shallow.why);
+    if (rows.length === 0) return { items: [], totalCount: query.offset === 0 ? 0 : await runCount(qb, counted()) };
     const totalCount = Number(rows[0][TOTAL]);
     for (const row of rows) delete (row as Partial<Counted>)[TOTAL];
     return { items: rows, totalCount };
@@ -200,6 +205,20 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
   const totalCount = await countMatching(qb, query, options, unscoped);
   const deep = `by keys: an offset of ${DEEP_OFFSET} or more, from the nearer end`;
   return { items: query.offset >= totalCount ? [] : await selectByKeys<R>(qb, query, options, totalCount, deep), totalCount };
+}
+
+/**
+ * The shape of a page's statement (list-statements.ts): the builder's, with its conditions and
+ * narrowing, and what the list machinery makes of the rest (how the page is read, its sort, offset
+ * and limit, its columns, and how it is counted, which the filters, the kept counts and the scope's
+ * owner and hidden items decide). Undefined when the builder has no shape.
+ */
+function pageShape(kind: string, qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, byKeys: boolean): string | undefined {
+  const builder = builderShape(qb);
+  if (builder === undefined) return undefined;
+  const filters = query.filters.map((condition) => [condition.field, condition.operator]);
+  const scope = options.scope && { owner: options.scope.owner?.column, hidesItems: hidesItems(options.scope), columns: options.scope.columns };
+  return JSON.stringify([kind, byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope, builder]);
 }
 
 /**
@@ -321,14 +340,19 @@ function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, revers
  * as `IN (…)`, it could join them to the table, and over a table of thousands chose a hash
  * semi-join over all of its rows.
  */
-function selectByKeys<R>(
+function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, total: number | undefined, read: string): Promise<R[]> {
+  const [sql, parameters] = pageByKeys(qb, query, options, total).getQueryAndParameters();
+  return run<R[]>(qb, sql, parameters, read);
+}
+
+/** The builder of selectByKeys's statement (`count`'s value selected with the rows, see withTotal). */
+function pageByKeys(
   qb: SelectQueryBuilder<ObjectLiteral>,
   query: ListQuery,
   options: PageOptions,
   total?: number,
-  read?: string,
   count?: SelectQueryBuilder<ObjectLiteral>,
-): Promise<R[]> {
+): SelectQueryBuilder<ObjectLiteral> {
   const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
@@ -340,8 +364,7 @@ function selectByKeys<R>(
   selectRowColumns(rows, options.columns, options.extra);
   withTotal(rows, count);
   orderBy(rows, query, false);
-  const [sql, parameters] = rows.getQueryAndParameters();
-  return run<R[]>(qb, sql, parameters, read);
+  return rows;
 }
 
 /** Runs an unpaged list query (`paged: false`): every matching row, in the query's sort order. */
@@ -364,24 +387,31 @@ export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral 
   whereFilters(qb, query.filters);
   if (query.offset >= DEEP_OFFSET) return selectByKeys<R>(qb, query, options, undefined, `by keys: an offset of ${DEEP_OFFSET} or more, from the start`);
   const shallow = shallowRead(qb, query);
-  return shallow.byKeys ? selectByKeys<R>(qb, query, options, undefined, shallow.why) : selectSorted<R>(qb, query, true, options, shallow.why);
+  const [sql, parameters] = listStatement(qb, pageShape('page', qb, query, options, shallow.byKeys), () =>
+    shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
+  );
+  return run<R[]>(qb, sql, parameters, shallow.why);
 }
 
 /** Selects the rows of a filtered builder in the query's order (a stable one: the tie-breaker last), one page of them or all. */
-function selectSorted<R>(
+function selectSorted<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, paged: boolean, options: PageOptions, read: string): Promise<R[]> {
+  const [sql, parameters] = sortedPage(qb, query, paged, options).getQueryAndParameters();
+  return run<R[]>(qb, sql, parameters, read);
+}
+
+/** Finishes `qb` as selectSorted's statement (`count`'s value selected with the rows, see withTotal). */
+function sortedPage(
   qb: SelectQueryBuilder<ObjectLiteral>,
   query: ListQuery,
   paged: boolean,
-  options: PageOptions = {},
-  read?: string,
+  options: PageOptions,
   count?: SelectQueryBuilder<ObjectLiteral>,
-): Promise<R[]> {
+): SelectQueryBuilder<ObjectLiteral> {
   selectRowColumns(qb, options.columns, options.extra);
   withTotal(qb, count);
   orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
-  const [sql, parameters] = qb.getQueryAndParameters();
-  return run<R[]>(qb, sql, parameters, read);
+  return qb;
 }
 
 /**
