@@ -62,6 +62,17 @@ describe('root logger', () => {
   });
 });
 
+describe('how the log is written', () => {
+  it('writes each line as it is made to a character device (a terminal, /dev/null), as to a file: no trip through the thread pool', () => {
+    const fd = openSync('/dev/null', 'w');
+    try {
+      expect((logDestination(fd) as unknown as { sync: boolean }).sync).toBe(true);
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
+
 describe('the log on a full disk', () => {
   const asRoot = process.getuid?.() === 0 ? it : it.skip;
 

@@ -53,18 +53,22 @@ const HELD_LOG_BYTES = 16 * 1024 * 1024;
  * Where the hub writes its log (standard output), so that a full disk never ends the hub: a write
  * that fails leaves its lines held (up to HELD_LOG_BYTES; newer ones are then dropped) and tried
  * again with the next line, where pino's own stream would throw its 'error' event, unhandled. A
- * regular file (the only kind a full disk refuses) is written synchronously: pino flushes an
- * asynchronous stream at exit with a loop that retries a refused write forever. Pipes and
- * terminals, which never answer ENOSPC, keep the asynchronous stream.
+ * regular file (which a full disk refuses) is written synchronously: pino flushes an asynchronous
+ * stream at exit with a loop that retries a refused write forever. So is a character device (a
+ * terminal, /dev/null): an asynchronous write is a trip through libuv's thread pool, and waking a
+ * pool thread for every line took the hub's CPU from its requests on a busy machine (a list
+ * request's p99, docs/api-conventions.md), where writing a line to a device costs microseconds.
+ * Pipes and sockets, which a slow reader can fill, keep the asynchronous stream.
  */
 export function logDestination(fd = 1): pino.DestinationStream {
-  let file = false;
+  let sync = false;
   try {
-    file = fstatSync(fd).isFile();
+    const stat = fstatSync(fd);
+    sync = stat.isFile() || stat.isCharacterDevice();
   } catch {
     // Closed: pino's stream reports it.
   }
-  const stream = pino.destination({ dest: fd, sync: file, maxLength: HELD_LOG_BYTES });
+  const stream = pino.destination({ dest: fd, sync, maxLength: HELD_LOG_BYTES });
   stream.on('error', () => undefined);
   return stream;
 }
