@@ -78,14 +78,17 @@ export class LibraryOperationsService implements OnApplicationBootstrap, OnAppli
     location: string,
     parameters: Record<string, unknown>,
     allowAsync: boolean,
-    work: (signal: AbortSignal, requestId?: string) => Promise<string | Buffer>,
+    work: (signal?: AbortSignal, requestId?: string) => Promise<string | Buffer>,
   ): Promise<StatusReply<string | Buffer | AsyncAcceptedDto>> {
+    // A synchronous request is no operation: nothing can name it or cancel it, so it gets no id
+    // and no signal (each a cost on every page of records, and the signal one on the worker
+    // request too).
+    if (!allowAsync) return StatusReply.json(await work());
     const controller = new AbortController();
     const queued = this.clock.now();
     // The operation's id, known before it is one: the worker request carries it, so that a delete through any hub cancels the query.
     const id = randomUUID();
-    const result = work(controller.signal, allowAsync ? id : undefined);
-    if (!allowAsync) return StatusReply.json(await result);
+    const result = work(controller.signal, id);
     // 0: every request allowed to go on asynchronously does (no race with a reply already there).
     if (this.config.libraryAsyncAfterMs > 0) {
       let timer: NodeJS.Timeout | undefined;

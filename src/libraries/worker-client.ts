@@ -88,7 +88,8 @@ export class WorkerClient {
             }
             chunks.push(chunk);
           });
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks) }));
+          // A reply of one chunk (a page of records nearly always is) is relayed as it came, not copied.
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks) }));
           response.on('error', reject);
         },
       );
