@@ -218,7 +218,8 @@ function pageShape(kind: string, qb: SelectQueryBuilder<ObjectLiteral>, query: L
   if (builder === undefined) return undefined;
   const filters = query.filters.map((condition) => [condition.field, condition.operator]);
   const scope = options.scope && { owner: options.scope.owner?.column, hidesItems: hidesItems(options.scope), columns: options.scope.columns };
-  return JSON.stringify([kind, byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope, builder]);
+  // The builder's shape last and as it is (not quoted again): it is most of the key.
+  return `${JSON.stringify([kind, byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope])}${builder}`;
 }
 
 /**

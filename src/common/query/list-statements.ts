@@ -59,7 +59,11 @@ function parametersShape(parameters: ObjectLiteral): string[] {
     });
 }
 
-/** One value of an expression map, written out: plain objects, arrays and primitives as they are, aliases by their table and entity, anything else unshaped. */
+/**
+ * One value of an expression map, written out: plain objects, arrays and primitives as they are,
+ * aliases by their table and entity, anything else unshaped. (Loops and `+=` rather than
+ * entries, map and join: it runs on every list request.)
+ */
 function valueShape(value: unknown, aliases: readonly Alias[]): string {
   switch (typeof value) {
     case 'string':
@@ -71,11 +75,17 @@ function valueShape(value: unknown, aliases: readonly Alias[]): string {
       return '-';
     case 'object': {
       if (value === null) return 'null';
-      if (Array.isArray(value)) return `[${value.map((item) => valueShape(item, aliases)).join(',')}]`;
+      let shape: string;
+      if (Array.isArray(value)) {
+        shape = '[';
+        for (const item of value) shape += `${valueShape(item, aliases)},`;
+        return `${shape}]`;
+      }
       if (aliases.includes(value as Alias)) return JSON.stringify(aliasShape(value as Alias));
       if (Object.getPrototypeOf(value) !== Object.prototype) throw new Unshaped();
-      const entries = Object.entries(value as Record<string, unknown>);
-      return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${valueShape(member, aliases)}`).join(',')}}`;
+      shape = '{';
+      for (const key of Object.keys(value)) shape += `${JSON.stringify(key)}:${valueShape((value as Record<string, unknown>)[key], aliases)},`;
+      return `${shape}}`;
     }
     default:
       throw new Unshaped();
@@ -91,8 +101,10 @@ export function builderShape(qb: SelectQueryBuilder<ObjectLiteral>): string | un
   const map = qb.expressionMap;
   if (map.queryType !== 'select' || UNSHAPED.some((member) => map[member].length > 0)) return undefined;
   try {
-    const members = Object.entries(map).filter(([key]) => !SKIPPED.has(key));
-    return `${members.map(([key, value]) => `${key}=${valueShape(value, map.aliases)}`).join(';')};parameters=${parametersShape(qb.getParameters()).join(',')}`;
+    const members = map as unknown as Record<string, unknown>;
+    let shape = '';
+    for (const key of Object.keys(members)) if (!SKIPPED.has(key)) shape += `${key}=${valueShape(members[key], map.aliases)};`;
+    return `${shape}parameters=${parametersShape(qb.getParameters()).join(',')}`;
   } catch (error) {
     if (error instanceof Unshaped) return undefined;
     throw error;
