@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { HubConfig } from '../../src/common/config/hub-config.js';
 import { PipelineEngine } from '../../src/pipelines/pipeline-engine.js';
+import { PipelineRunsRepository } from '../../src/pipelines/pipeline-runs.repository.js';
 import { RunRetention } from '../../src/pipelines/run-retention.js';
 import { poll } from '../support/poll.js';
 import { freezeClock } from '../support/test-clock.js';
@@ -58,6 +59,24 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
     }
     expect((await jobsOf(id)).every((job) => job.executions === 1)).toBe(true);
+  }, 60_000);
+
+  it('gives the room its own nodes’ ends make to a run holding nodes back, in the passes that record them, without looking for the owner’s runs', async () => {
+    const lookups = jest.spyOn(hub.app.get(PipelineRunsRepository), 'runsOverQuota');
+    try {
+      const id = await runOn(hub, fanOut(12, 'sleep 0.2'));
+      const status = await runEnded(hub, id);
+      expect(status.state).toBe('Succeeded');
+      const waited = Object.values(status.nodeStatus).filter((each) =>
+        each.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
+      );
+      expect(waited.length).toBeGreaterThanOrEqual(8);
+      for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+      // One lookup an end while nodes were held back, before (8 or more); now at most the few once none is.
+      expect(lookups.mock.calls.length).toBeLessThanOrEqual(3);
+    } finally {
+      lookups.mockRestore();
+    }
   }, 60_000);
 
   it('runs a node another hub held back for the quota once the owner has room, after that hub has stopped', async () => {
