@@ -27,8 +27,12 @@ const SWEEP_INTERVAL_MS = 30_000;
 const ASKS_AT_ONCE = 8;
 /** How many nodes deep jobs are submitted ahead of the last node decided, each held on the one before (see holdAhead). */
 const HELD_AHEAD = 4;
-/** How long nodes whose logs were stored wait to be flagged so, together (reads take the execution's own logs meanwhile). */
-const LOG_FLAGS_AFTER_MS = 50;
+/**
+ * How long nodes whose logs were stored wait to be flagged so, together, unless their run's next
+ * pass flags them with its write first, as it does in a run going on (reads take the execution's
+ * own logs meanwhile).
+ */
+const LOG_FLAGS_AFTER_MS = 250;
 
 export function workloadKeyOf(runId: string, node: string): string {
   return `${KEY_PREFIX}${runId}:${node}`;
@@ -411,7 +415,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
           ? latestAttemptsOf(locked.attempts)
           : await this.cluster.latestAttempts(jobs, manager);
       const step = this.step(run, nodes, collected, latest);
-      await this.runs.saveNodes(manager, step.changed);
+      // Nodes whose logs were stored since are flagged by this write, not by a statement of their own (see flagLogsStored).
+      const toFlag = this.logsToFlag.get(runId);
+      const flagged = toFlag ? nodes.filter((node) => toFlag.has(node.name)) : [];
+      for (const node of flagged) node.logsStored = true;
+      await this.runs.saveNodes(manager, flagged.length === 0 ? step.changed : [...new Set([...step.changed, ...flagged])]);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
       return {
@@ -423,9 +431,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         work: step.work,
         unread: step.unread,
         ended: step.run?.finishedAt !== undefined,
+        flagged,
       };
     });
     if (!outcome) return;
+    this.flagged(runId, outcome.flagged);
     if (outcome.ended) this.forget(runId);
     else {
       this.keep(runId, outcome.revision, outcome.nodes);
@@ -1003,7 +1013,18 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 
-  /** Flags the nodes whose logs were stored meanwhile, one statement a run (a fan-out's ends come together). */
+  /** Nodes a committed pass flagged as having their logs stored: no statement of their own is needed. */
+  private flagged(runId: string, nodes: readonly NodeRow[]): void {
+    const names = this.logsToFlag.get(runId);
+    if (!names) return;
+    for (const node of nodes) names.delete(node.name);
+    if (names.size === 0) this.logsToFlag.delete(runId);
+  }
+
+  /**
+   * Flags the nodes whose logs were stored meanwhile and that no pass of their run flagged with its
+   * own write since, one statement a run (a fan-out's ends come together).
+   */
   private async flagLogsStored(): Promise<void> {
     clearTimeout(this.flagging);
     this.flagging = undefined;

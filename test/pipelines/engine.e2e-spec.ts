@@ -79,6 +79,26 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     }
   }, 60_000);
 
+  it('flags a node’s stored logs with its run’s next write, a statement of their own only after the last', async () => {
+    const flags = jest.spyOn(hub.app.get(PipelineRunsRepository), 'setLogsStored');
+    try {
+      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 0.4', index + 1 < names.length ? [names[index + 1]] : []));
+      const id = await runOn(hub, chain);
+      expect((await runEnded(hub, id)).state).toBe('Succeeded');
+      const db = hub.app.get(DataSource);
+      await poll(
+        async () =>
+          (await db.query<{ count: number }[]>(`SELECT count(*)::int AS count FROM pipeline_run_nodes WHERE run_id = $1 AND logs_stored`, [id]))[0].count,
+        (count) => count === 4,
+        'every node’s logs flagged stored',
+      );
+      // Each node's but the last's by the pass that recorded the next one's start or end (before: one statement a node).
+      expect(flags.mock.calls.filter(([runId]) => runId === id).length).toBeLessThanOrEqual(1);
+    } finally {
+      flags.mockRestore();
+    }
+  }, 60_000);
+
   it('runs a node another hub held back for the quota once the owner has room, after that hub has stopped', async () => {
     // The owner's quota (4) filled with jobs of their own, through this hub.
     const fillers: string[] = [];
