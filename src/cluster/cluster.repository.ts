@@ -341,6 +341,16 @@ export interface LatestAttemptRow {
   readonly executionDir: string;
 }
 
+/**
+ * The select of latestAttempts over the job ids in parameter `jobIds` (e.g. `$2`), for a workload
+ * engine that reads its jobs' attempts in a statement of its own (a pipeline pass's lock).
+ */
+export function latestAttemptsSelect(jobIds: string): string {
+  return `SELECT DISTINCT ON (e.job_id) e.job_id AS "jobId", e.id AS "executionId", e.status, e.exit_code AS "exitCode", e.task_state AS "taskState",
+              e.execution_dir AS "executionDir", count(*) OVER (PARTITION BY e.job_id)::int AS attempts
+       FROM job_executions e WHERE e.job_id = ANY(${jobIds}::uuid[]) ORDER BY e.job_id, e.created DESC, e.id DESC`;
+}
+
 /** Where the scheduler and its helpers have always taken it from. */
 export { taskEvent };
 
@@ -599,12 +609,7 @@ export class ClusterRepository {
   /** The latest execution (attempt) of each of `jobIds`, with how many it has: what an engine watching its workloads reads. */
   latestAttempts(jobIds: readonly string[], manager: EntityManager = this.dataSource.manager): Promise<LatestAttemptRow[]> {
     if (jobIds.length === 0) return Promise.resolve([]);
-    return manager.query(
-      `SELECT DISTINCT ON (e.job_id) e.job_id AS "jobId", e.id AS "executionId", e.status, e.exit_code AS "exitCode", e.task_state AS "taskState",
-              e.execution_dir AS "executionDir", count(*) OVER (PARTITION BY e.job_id)::int AS attempts
-       FROM job_executions e WHERE e.job_id = ANY($1::uuid[]) ORDER BY e.job_id, e.created DESC, e.id DESC`,
-      [jobIds],
-    );
+    return manager.query(latestAttemptsSelect('$1'), [jobIds]);
   }
 
   /** An execution's directory alone: what copying files out of it needs (findExecution loads the execution with its node and job). */

@@ -23,7 +23,7 @@ import { AccessService } from '../rbac/access.service.js';
 import { isDirectory, listDirectory, parseByteWindow, readWindow } from './byte-window.js';
 import { Attempts } from './attempts.js';
 import { heldEvent } from './dependent-jobs.js';
-import { ClusterRepository, overQuota, WORKLOAD_KEY_INDEX, type NewJob } from './cluster.repository.js';
+import { ClusterRepository, overQuota, WORKLOAD_KEY_INDEX, type LatestAttemptRow, type NewJob } from './cluster.repository.js';
 import { ClusterScheduler } from './cluster-scheduler.js';
 import { LIMIT_NAMES, LOG_NAMES, type ExecutionLimits, type JobIdentity } from './drivers/cluster-driver.js';
 import { JobIdentities } from './job-identities.js';
@@ -109,6 +109,34 @@ export interface LatestAttempt {
    * or that recorded its workload after the announcement.
    */
   readonly placementFailure?: string;
+}
+
+/** For a workload engine that reads its jobs' latest attempts in a statement of its own (with its lock): the select, and its rows' meaning. */
+export { latestAttemptsSelect, type LatestAttemptRow } from './cluster.repository.js';
+
+/** The latest attempts of rows as latestAttemptsSelect reads them, by job. */
+export function latestAttemptsOf(rows: readonly LatestAttemptRow[]): Map<string, LatestAttempt> {
+  return new Map(
+    rows.map((row) => {
+      const events = row.taskState.events;
+      const ended = ['completed', 'failed', 'lost'].includes(row.status);
+      const last = ended ? events[events.length - 1] : undefined;
+      return [
+        row.jobId,
+        {
+          executionId: row.executionId,
+          executionDir: row.executionDir,
+          attempt: row.attempts,
+          status: row.status,
+          exitCode: row.exitCode,
+          startedAt: row.taskState.startedAt ?? undefined,
+          finishedAt: ended ? (row.taskState.finishedAt ?? undefined) : undefined,
+          endEvent: last && { type: last.type, message: last.message },
+          placementFailure: placementFailureOf(row.status, events),
+        },
+      ];
+    }),
+  );
 }
 
 /** The refusals of a workload that depend on it alone: its key's length, and an environment variable its profile sets (a job may add to the profile's environment, never change it: it is the administrator's word, devices and threads). */
@@ -436,28 +464,7 @@ export class ClusterService {
    * (one connection for a whole step, so that steps at once cannot exhaust the pool).
    */
   async latestAttempts(jobIds: readonly string[], manager?: EntityManager): Promise<Map<string, LatestAttempt>> {
-    const rows = await this.cluster.latestAttempts(jobIds, manager);
-    return new Map(
-      rows.map((row) => {
-        const events = row.taskState.events;
-        const ended = ['completed', 'failed', 'lost'].includes(row.status);
-        const last = ended ? events[events.length - 1] : undefined;
-        return [
-          row.jobId,
-          {
-            executionId: row.executionId,
-            executionDir: row.executionDir,
-            attempt: row.attempts,
-            status: row.status,
-            exitCode: row.exitCode,
-            startedAt: row.taskState.startedAt ?? undefined,
-            finishedAt: ended ? (row.taskState.finishedAt ?? undefined) : undefined,
-            endEvent: last && { type: last.type, message: last.message },
-            placementFailure: placementFailureOf(row.status, events),
-          },
-        ];
-      }),
-    );
+    return latestAttemptsOf(await this.cluster.latestAttempts(jobIds, manager));
   }
 
   /** Stops a job: its pending executions never start, its running ones are killed; it is then dead. */

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ExecutionAnnouncements, type ExecutionChange } from '../cluster/execution-announcements.js';
-import { ClusterService, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
+import { ClusterService, latestAttemptsOf, type LatestAttempt, type Workload } from '../cluster/cluster.service.js';
 import { OwnersWaitingForRoom } from '../cluster/owners-waiting-for-room.js';
 import { FilesCopiedOut, type CopiedExecution, type CopiedFile } from '../cluster/files-copied-out.js';
 import { announceChange, ChangeFeed } from '../common/database/change-feed.js';
@@ -27,8 +27,12 @@ const SWEEP_INTERVAL_MS = 30_000;
 const ASKS_AT_ONCE = 8;
 /** How many nodes deep jobs are submitted ahead of the last node decided, each held on the one before (see holdAhead). */
 const HELD_AHEAD = 4;
-/** How long nodes whose logs were stored wait to be flagged so, together (reads take the execution's own logs meanwhile). */
-const LOG_FLAGS_AFTER_MS = 50;
+/**
+ * How long nodes whose logs were stored wait to be flagged so, together, unless their run's next
+ * pass flags them with its write first, as it does in a run going on (reads take the execution's
+ * own logs meanwhile).
+ */
+const LOG_FLAGS_AFTER_MS = 250;
 
 export function workloadKeyOf(runId: string, node: string): string {
   return `${KEY_PREFIX}${runId}:${node}`;
@@ -152,6 +156,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
    * for up to it (one at the least), as each ask past the room is a refused insert.
    */
   private readonly roomHeard = new Map<string, number>();
+  /**
+   * Runs this hub last saw holding nodes back for their owner's quota: an end of one of such a
+   * run's own jobs makes room that the pass recording it asks for at once (see heard), without a
+   * lookup of the owner's runs and a pass of its own. Stale either way, it costs nothing wrong: a
+   * run no longer holding any back asks for none, and one not known here is found by the lookup.
+   */
+  private readonly holdingBack = new Set<string>();
   private slots = CONCURRENT_ADVANCES;
   private readonly waitingForSlot: (() => void)[] = [];
   private unsubscribe?: () => void;
@@ -228,12 +239,14 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.plans.clear();
     this.kept.clear();
     this.seen.clear();
+    this.holdingBack.clear();
   }
 
   private forget(runId: string): void {
     this.plans.delete(runId);
     this.kept.delete(runId);
     this.seen.delete(runId);
+    this.holdingBack.delete(runId);
   }
 
   /** The locked run's nodes: those kept when this hub wrote the revision before, else read (without their events). */
@@ -332,13 +345,18 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         notes.set(node, change.message);
         this.placementNotes.set(runId, notes);
       }
-      void this.advance(runId, { change });
     }
     // A job of the owner ended: a node waiting for room in their quota may go now.
     const ownerId = change.ownerId;
-    if (change.kind === 'ended' && ownerId) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
-    if (change.kind === 'ended' && ownerId && this.ownersWaiting.mayWait(ownerId)) {
-      this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
+    const ended = change.kind === 'ended' && ownerId !== '';
+    if (ended) this.ownerEnds.set(ownerId, (this.ownerEnds.get(ownerId) ?? 0) + 1);
+    // The node of a run holding nodes back: the pass that records its end asks for them too, with
+    // the room it made, rather than a lookup of the owner's runs and a pass of its own for that.
+    const ownRoom = ended && runId !== undefined && this.holdingBack.has(runId);
+    const lookForRoom = ended && !ownRoom && this.ownersWaiting.mayWait(ownerId);
+    if (ownRoom || lookForRoom) this.roomHeard.set(ownerId, (this.roomHeard.get(ownerId) ?? 0) + 1);
+    if (runId) void this.advance(runId, { change, retryWaiting: ownRoom });
+    if (lookForRoom) {
       void this.ownersWaiting
         .lookFor(ownerId, () => this.runs.runsOverQuota(ownerId))
         .then(({ found, dropped }) => {
@@ -376,7 +394,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // without their events, which a pass only appends to, and only when this hub does not know
     // them as they are.
     const outcome = await this.dataSource.transaction(async (manager) => {
-      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId));
+      // The jobs to read, from the nodes kept here: when the lock finds the run at the revision
+      // after theirs, they are the run's nodes, and their jobs' attempts come with the lock.
+      const kept = this.kept.get(runId);
+      const guessed = kept && jobsToRead(kept.nodes, request.jobs);
+      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId), guessed?.length ? guessed : undefined);
       // Its plan was let go of meanwhile (too many kept): the spec after all.
       if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId, true);
       if (!locked || FINISHED_RUN.has(locked.state)) {
@@ -385,13 +407,19 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       }
       const run = this.withPlan(locked);
       const nodes = await this.nodesOf(manager, locked);
-      // Held jobs' too (nodes not decided yet): the pass that decides one may find it started, or ended, meanwhile.
-      const jobs = nodes
-        .filter((node) => node.jobId && !FINISHED.has(node.state) && (request.jobs === 'all' || request.jobs.has(node.jobId) || node.attempt === 0))
-        .map((node) => node.jobId as string);
-      const latest = await this.cluster.latestAttempts(jobs, manager);
+      const jobs = jobsToRead(nodes, request.jobs);
+      // The attempts read with the lock are those of its statement's snapshot, taken before any
+      // wait for the lock: they serve only when no other writer of the run came in between.
+      const latest =
+        locked.attempts && nodes === kept?.nodes && sameJobs(jobs, guessed)
+          ? latestAttemptsOf(locked.attempts)
+          : await this.cluster.latestAttempts(jobs, manager);
       const step = this.step(run, nodes, collected, latest);
-      await this.runs.saveNodes(manager, step.changed);
+      // Nodes whose logs were stored since are flagged by this write, not by a statement of their own (see flagLogsStored).
+      const toFlag = this.logsToFlag.get(runId);
+      const flagged = toFlag ? nodes.filter((node) => toFlag.has(node.name)) : [];
+      for (const node of flagged) node.logsStored = true;
+      await this.runs.saveNodes(manager, flagged.length === 0 ? step.changed : [...new Set([...step.changed, ...flagged])]);
       if (step.results.length > 0) await this.runs.insertResults(manager, runId, step.results);
       if (step.run) await this.runs.saveRun(manager, runId, step.run);
       return {
@@ -403,9 +431,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
         work: step.work,
         unread: step.unread,
         ended: step.run?.finishedAt !== undefined,
+        flagged,
       };
     });
     if (!outcome) return;
+    this.flagged(runId, outcome.flagged);
     if (outcome.ended) this.forget(runId);
     else {
       this.keep(runId, outcome.revision, outcome.nodes);
@@ -414,6 +444,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       this.seen.set(runId, seen);
     }
     this.armTimers(outcome.run, outcome.nodes);
+    if (!outcome.ended && outcome.nodes.some((node) => node.overQuota)) this.holdingBack.add(runId);
     for (const node of outcome.nodes)
       if (FINISHED.has(node.state) && !node.logsStored && node.executionId) void this.storeLogs(runId, node, outcome.latest.get(node.jobId as string));
     const submitted = await this.askCluster(outcome.run, outcome.work, request.retryWaiting);
@@ -724,9 +755,11 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // Those the quota held back, one at a time, as many as the room heard of (each of the owner's
     // jobs that ended makes room for one; every ask past it is a refused insert contending for the
     // owner's count), one at the least: what is submitted ends too, so nothing waits for good.
+    let unasked = 0;
     if (waiting.length > 0) {
       const room = Math.max(1, this.roomHeard.get(run.ownerId) ?? 0);
       const asked = waiting.slice(0, Math.min(waiting.length, room));
+      unasked = waiting.length - asked.length;
       let taken = await askMany(asked.filter(({ retry }) => !retry).map(({ node }) => node));
       for (const one of asked.filter(({ retry }) => retry)) if (await ask(one)) taken += 1;
       this.roomHeard.set(run.ownerId, full === undefined ? room - taken : 0);
@@ -735,6 +768,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // Nodes already held back need no write: a refusal of theirs says nothing new.
     const heldBack = overQuota.filter(({ node }) => !node.overQuota);
     if (failures.length > 0 || heldBack.length > 0) await this.recordRefusals(run.id, failures, heldBack);
+    // Whether the run holds nodes back now: those refused, those not asked for (past the room), or those a pass not looking for room left waiting.
+    if (overQuota.length > 0 || unasked > 0 || (!retryWaiting && [...work.submit, ...work.retry].some((node) => node.overQuota))) this.holdingBack.add(run.id);
+    else this.holdingBack.delete(run.id);
     if (overQuota.length > 0) {
       this.ownersWaiting.noticed(run.ownerId);
       // One of the owner's jobs ended after the quota refused, before the refusal was recorded: its
@@ -977,7 +1013,18 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 
-  /** Flags the nodes whose logs were stored meanwhile, one statement a run (a fan-out's ends come together). */
+  /** Nodes a committed pass flagged as having their logs stored: no statement of their own is needed. */
+  private flagged(runId: string, nodes: readonly NodeRow[]): void {
+    const names = this.logsToFlag.get(runId);
+    if (!names) return;
+    for (const node of nodes) names.delete(node.name);
+    if (names.size === 0) this.logsToFlag.delete(runId);
+  }
+
+  /**
+   * Flags the nodes whose logs were stored meanwhile and that no pass of their run flagged with its
+   * own write since, one statement a run (a fan-out's ends come together).
+   */
   private async flagLogsStored(): Promise<void> {
     clearTimeout(this.flagging);
     this.flagging = undefined;
@@ -1038,6 +1085,21 @@ const FINISHED_RUN: ReadonlySet<string> = new Set(['Succeeded', 'Failed', 'Cance
 
 function hasFiles(node: RunNodeSpec): boolean {
   return Object.keys(node.inputs?.resources ?? {}).length > 0 || Object.keys(node.outputs?.artifacts ?? {}).length > 0;
+}
+
+/**
+ * The jobs whose latest attempts a pass reads: those of nodes not ended whose changes were
+ * announced (`all` of them when asked), and held jobs (nodes not decided yet: the pass that decides
+ * one may find it started, or ended, meanwhile).
+ */
+function jobsToRead(nodes: readonly NodeRow[], announced: ReadonlySet<string> | 'all'): string[] {
+  return nodes
+    .filter((node) => node.jobId && !FINISHED.has(node.state) && (announced === 'all' || announced.has(node.jobId) || node.attempt === 0))
+    .map((node) => node.jobId as string);
+}
+
+function sameJobs(jobs: readonly string[], guessed: readonly string[] | undefined): boolean {
+  return guessed !== undefined && jobs.length === guessed.length && jobs.every((job, index) => job === guessed[index]);
 }
 
 function specsOf(run: Pick<RunRow, 'spec'>): Map<string, RunNodeSpec> {

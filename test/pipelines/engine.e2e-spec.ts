@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { HubConfig } from '../../src/common/config/hub-config.js';
 import { PipelineEngine } from '../../src/pipelines/pipeline-engine.js';
+import { PipelineRunsRepository } from '../../src/pipelines/pipeline-runs.repository.js';
 import { RunRetention } from '../../src/pipelines/run-retention.js';
 import { poll } from '../support/poll.js';
 import { freezeClock } from '../support/test-clock.js';
@@ -58,6 +59,44 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
     }
     expect((await jobsOf(id)).every((job) => job.executions === 1)).toBe(true);
+  }, 60_000);
+
+  it('gives the room its own nodes’ ends make to a run holding nodes back, in the passes that record them, without looking for the owner’s runs', async () => {
+    const lookups = jest.spyOn(hub.app.get(PipelineRunsRepository), 'runsOverQuota');
+    try {
+      const id = await runOn(hub, fanOut(12, 'sleep 0.2'));
+      const status = await runEnded(hub, id);
+      expect(status.state).toBe('Succeeded');
+      const waited = Object.values(status.nodeStatus).filter((each) =>
+        each.events.some((event) => event.type === 'Queued' && event.details.message?.includes('quota')),
+      );
+      expect(waited.length).toBeGreaterThanOrEqual(8);
+      for (const each of Object.values(status.nodeStatus)) expect(each.events.filter((event) => event.type === 'Started')).toHaveLength(1);
+      // One lookup an end while nodes were held back, before (8 or more); now at most the few once none is.
+      expect(lookups.mock.calls.length).toBeLessThanOrEqual(3);
+    } finally {
+      lookups.mockRestore();
+    }
+  }, 60_000);
+
+  it('flags a node’s stored logs with its run’s next write, a statement of their own only after the last', async () => {
+    const flags = jest.spyOn(hub.app.get(PipelineRunsRepository), 'setLogsStored');
+    try {
+      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 0.4', index + 1 < names.length ? [names[index + 1]] : []));
+      const id = await runOn(hub, chain);
+      expect((await runEnded(hub, id)).state).toBe('Succeeded');
+      const db = hub.app.get(DataSource);
+      await poll(
+        async () =>
+          (await db.query<{ count: number }[]>(`SELECT count(*)::int AS count FROM pipeline_run_nodes WHERE run_id = $1 AND logs_stored`, [id]))[0].count,
+        (count) => count === 4,
+        'every node’s logs flagged stored',
+      );
+      // Each node's but the last's by the pass that recorded the next one's start or end (before: one statement a node).
+      expect(flags.mock.calls.filter(([runId]) => runId === id).length).toBeLessThanOrEqual(1);
+    } finally {
+      flags.mockRestore();
+    }
   }, 60_000);
 
   it('runs a node another hub held back for the quota once the owner has room, after that hub has stopped', async () => {
