@@ -2,30 +2,30 @@
 
 -- GET /auth/groups
 -- page read sorted: unfiltered, along the sort's index
-SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" AS "externalId", "groups"."system" AS "system", "groups"."version" AS "version", "groups"."created" AS "created", "groups"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "groups" "groups") AS "__total"
+SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" AS "externalId", "groups"."system" AS "system", "groups"."version" AS "version", "groups"."created" AS "created", "groups"."modified" AS "modified"
   FROM "groups" "groups"
   ORDER BY lower("groups"."name") ASC, "groups"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Seq Scan on groups groups_1
 --     ->  Incremental Sort
---           Sort Key: (lower(groups.name)), groups.id
---           Presorted Key: (lower(groups.name))
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
 --           ->  Index Scan using groups_name_lower_key on groups
+
+SELECT COUNT(*) AS "count"
+  FROM "groups" "groups";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Seq Scan on groups
 
 -- GET /auth/groups?filter[name][CO]=am-4242
 -- page read by keys: the sort's index does not serve name in its order
-SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" AS "externalId", "groups"."system" AS "system", "groups"."version" AS "version", "groups"."created" AS "created", "groups"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "groups" "groups"
-  WHERE "groups"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" AS "externalId", "groups"."system" AS "system", "groups"."version" AS "version", "groups"."created" AS "created", "groups"."modified" AS "modified"
   FROM "groups" "groups"
   WHERE "groups"."id" = ANY(ARRAY(SELECT "groups"."id" AS "key"
   FROM "groups" "groups"
@@ -38,18 +38,22 @@ SELECT "groups"."id" AS "id", "groups"."name" AS "name", "groups"."external_id" 
 --   Sort
 --     Sort Key: (lower(groups.name)), groups.id
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on groups groups_1
---                   Recheck Cond: (name ~~* '%am-4242%'::text)
---                   ->  Bitmap Index Scan on groups_name_trgm_idx
---                         Index Cond: (name ~~* '%am-4242%'::text)
---     InitPlan 2 (returns $1)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: (lower(groups_2.name)), groups_2.id
---                   ->  Bitmap Heap Scan on groups groups_2
+--                   Sort Key: (lower(groups_1.name)), groups_1.id
+--                   ->  Bitmap Heap Scan on groups groups_1
 --                         Recheck Cond: (name ~~* '%am-4242%'::text)
 --                         ->  Bitmap Index Scan on groups_name_trgm_idx
 --                               Index Cond: (name ~~* '%am-4242%'::text)
 --     ->  Index Scan using "PK_659d1483316afb28afd3a90646e" on groups
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "groups" "groups"
+  WHERE "groups"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%am-4242%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on groups
+--           Recheck Cond: (name ~~* '%am-4242%'::text)
+--           ->  Bitmap Index Scan on groups_name_trgm_idx
+--                 Index Cond: (name ~~* '%am-4242%'::text)

@@ -2,16 +2,7 @@
 
 -- GET /auth/principals
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "principal".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT 'User' AS "type", users.id AS "id", coalesce(nullif(users.display_name, ''), users.user_name) AS "displayName",
-         coalesce(users.external_id, '') <> '' AS "external", users.system AS "system"
- 
-  FROM users
-  UNION ALL
-  SELECT 'Group', groups.id, groups.name, coalesce(groups.external_id, '') <> '', groups.system
- 
-  FROM groups) "principal") AS "__total"
+SELECT "principal".*
   FROM (
   SELECT 'User' AS "type", users.id AS "id", coalesce(nullif(users.display_name, ''), users.user_name) AS "displayName",
          coalesce(users.external_id, '') <> '' AS "external", users.system AS "system"
@@ -26,26 +17,15 @@ SELECT "principal".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Append
---                               ->  Parallel Index Only Scan using users_unix_user_name_key on users users_1
---                               ->  Parallel Seq Scan on groups groups_1
 --     ->  Incremental Sort
 --           Sort Key: (lower(COALESCE(NULLIF(users.display_name, ''::text), users.user_name))), users.id
 --           Presorted Key: (lower(COALESCE(NULLIF(users.display_name, ''::text), users.user_name)))
---           ->  Result
---                 ->  Merge Append
---                       Sort Key: (lower(COALESCE(NULLIF(users.display_name, ''::text), users.user_name)))
---                       ->  Index Scan using users_principal_name_lower_idx on users
---                       ->  Index Scan using groups_name_lower_key on groups
+--           ->  Merge Append
+--                 Sort Key: (lower(COALESCE(NULLIF(users.display_name, ''::text), users.user_name)))
+--                 ->  Index Scan using users_principal_name_lower_idx on users
+--                 ->  Index Scan using groups_name_lower_key on groups
 
--- GET /auth/principals?filter[displayName][SW]=Member 4242
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "principal".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT 'User' AS "type", users.id AS "id", coalesce(nullif(users.display_name, ''), users.user_name) AS "displayName",
          coalesce(users.external_id, '') <> '' AS "external", users.system AS "system"
@@ -54,8 +34,19 @@ SELECT "principal".*, (SELECT COUNT(*) AS "count"
   UNION ALL
   SELECT 'Group', groups.id, groups.name, coalesce(groups.external_id, '') <> '', groups.system
  
-  FROM groups) "principal"
-  WHERE principal."displayName" ILIKE $1 ESCAPE '\') AS "__total"
+  FROM groups) "principal";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Append
+--                       ->  Parallel Index Only Scan using users_unix_user_name_key on users
+--                       ->  Parallel Seq Scan on groups
+
+-- GET /auth/principals?filter[displayName][SW]=Member 4242
+-- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+SELECT "principal".*
   FROM (
   SELECT 'User' AS "type", users.id AS "id", coalesce(nullif(users.display_name, ''), users.user_name) AS "displayName",
          coalesce(users.external_id, '') <> '' AS "external", users.system AS "system"
@@ -71,17 +62,6 @@ SELECT "principal".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["Member 4242%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Append
---                   ->  Bitmap Heap Scan on users users_1
---                         Recheck Cond: (COALESCE(NULLIF(display_name, ''::text), user_name) ~~* 'Member 4242%'::text)
---                         ->  Bitmap Index Scan on users_principal_name_trgm_idx
---                               Index Cond: (COALESCE(NULLIF(display_name, ''::text), user_name) ~~* 'Member 4242%'::text)
---                   ->  Bitmap Heap Scan on groups groups_1
---                         Recheck Cond: (name ~~* 'Member 4242%'::text)
---                         ->  Bitmap Index Scan on groups_name_trgm_idx
---                               Index Cond: (name ~~* 'Member 4242%'::text)
 --     ->  Sort
 --           Sort Key: (lower((COALESCE(NULLIF(users.display_name, ''::text), users.user_name)))), users.id
 --           ->  Result
@@ -94,3 +74,26 @@ SELECT "principal".*, (SELECT COUNT(*) AS "count"
 --                             Recheck Cond: (name ~~* 'Member 4242%'::text)
 --                             ->  Bitmap Index Scan on groups_name_trgm_idx
 --                                   Index Cond: (name ~~* 'Member 4242%'::text)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT 'User' AS "type", users.id AS "id", coalesce(nullif(users.display_name, ''), users.user_name) AS "displayName",
+         coalesce(users.external_id, '') <> '' AS "external", users.system AS "system"
+ 
+  FROM users
+  UNION ALL
+  SELECT 'Group', groups.id, groups.name, coalesce(groups.external_id, '') <> '', groups.system
+ 
+  FROM groups) "principal"
+  WHERE principal."displayName" ILIKE $1 ESCAPE '\';
+-- parameters: ["Member 4242%"]
+--   Aggregate
+--     ->  Append
+--           ->  Bitmap Heap Scan on users
+--                 Recheck Cond: (COALESCE(NULLIF(display_name, ''::text), user_name) ~~* 'Member 4242%'::text)
+--                 ->  Bitmap Index Scan on users_principal_name_trgm_idx
+--                       Index Cond: (COALESCE(NULLIF(display_name, ''::text), user_name) ~~* 'Member 4242%'::text)
+--           ->  Bitmap Heap Scan on groups
+--                 Recheck Cond: (name ~~* 'Member 4242%'::text)
+--                 ->  Bitmap Index Scan on groups_name_trgm_idx
+--                       Index Cond: (name ~~* 'Member 4242%'::text)

@@ -2,30 +2,30 @@
 
 -- GET /auth/users
 -- page read sorted: unfiltered, along the sort's index
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "users" "users") AS "__total"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   ORDER BY lower("users"."user_name") ASC, "users"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using users_unix_user_name_key on users users_1
 --     ->  Incremental Sort
---           Sort Key: (lower(users.user_name)), users.id
---           Presorted Key: (lower(users.user_name))
+--           Sort Key: (lower(user_name)), id
+--           Presorted Key: (lower(user_name))
 --           ->  Index Scan using users_user_name_lower_key on users
+
+SELECT COUNT(*) AS "count"
+  FROM "users" "users";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using users_unix_user_name_key on users
 
 -- GET /auth/users?filter[userName][CO]=ber-12345
 -- page read by keys: the sort's index does not serve userName in its order
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "users" "users"
-  WHERE "users"."user_name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" = ANY(ARRAY(SELECT "users"."id" AS "key"
   FROM "users" "users"
@@ -38,27 +38,29 @@ SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display
 --   Sort
 --     Sort Key: (lower(users.user_name)), users.id
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on users users_1
---                   Recheck Cond: (user_name ~~* '%ber-12345%'::text)
---                   ->  Bitmap Index Scan on users_user_name_trgm_idx
---                         Index Cond: (user_name ~~* '%ber-12345%'::text)
---     InitPlan 2 (returns $1)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: (lower(users_2.user_name)), users_2.id
---                   ->  Bitmap Heap Scan on users users_2
+--                   Sort Key: (lower(users_1.user_name)), users_1.id
+--                   ->  Bitmap Heap Scan on users users_1
 --                         Recheck Cond: (user_name ~~* '%ber-12345%'::text)
 --                         ->  Bitmap Index Scan on users_user_name_trgm_idx
 --                               Index Cond: (user_name ~~* '%ber-12345%'::text)
 --     ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "users" "users"
+  WHERE "users"."user_name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%ber-12345%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on users
+--           Recheck Cond: (user_name ~~* '%ber-12345%'::text)
+--           ->  Bitmap Index Scan on users_user_name_trgm_idx
+--                 Index Cond: (user_name ~~* '%ber-12345%'::text)
 
 -- GET /auth/users?filter[system][EQ]=true
 -- page read by keys: the sort's index does not serve system in its order
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "users" "users"
-  WHERE "users"."system" = $1) AS "__total"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   WHERE "users"."id" = ANY(ARRAY(SELECT "users"."id" AS "key"
   FROM "users" "users"
@@ -71,28 +73,34 @@ SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display
 --   Sort
 --     Sort Key: (lower(users.user_name)), users.id
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using users_system_idx on users users_1
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Scan using users_system_idx on users users_2
+--             ->  Index Scan using users_system_idx on users users_1
 --     ->  Index Scan using "PK_a3ffb1c0c8416b9fc6f907b7433" on users
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "users" "users"
+  WHERE "users"."system" = $1;
+-- parameters: [true]
+--   Aggregate
+--     ->  Index Only Scan using users_system_idx on users
 
 -- GET /auth/users?sort=-_created
 -- page read sorted: unfiltered, along the sort's index
-SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "users" "users") AS "__total"
+SELECT "users"."id" AS "id", "users"."user_name" AS "userName", "users"."display_name" AS "displayName", "users"."email" AS "email", "users"."active" AS "active", "users"."system" AS "system", "users"."external_id" AS "externalId", "users"."unix_home_directory" AS "unixHomeDirectory", "users"."unix_user_name" AS "unixUserName", "users"."user_principal_name" AS "userPrincipalName", "users"."invitation_pending" AS "invitationPending", "users"."invitation_expiry" AS "invitationExpiry", "users"."password_hash" AS "passwordHash", "users"."token_version" AS "tokenVersion", "users"."version" AS "version", "users"."created" AS "created", "users"."modified" AS "modified"
   FROM "users" "users"
   ORDER BY "users"."created" DESC, "users"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using users_unix_user_name_key on users users_1
 --     ->  Index Scan Backward using users_created_idx on users
+
+SELECT COUNT(*) AS "count"
+  FROM "users" "users";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using users_unix_user_name_key on users

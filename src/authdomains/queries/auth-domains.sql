@@ -2,12 +2,7 @@
 
 -- GET /authdomains/authdomains
 -- page read sorted: a small list
-SELECT "domain".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
-         d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
- 
-  FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain") AS "__total"
+SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
@@ -18,13 +13,6 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Hash Join
---                   Hash Cond: (n_1.id = d_1.namespace_id)
---                   ->  Seq Scan on namespaces n_1
---                   ->  Hash
---                         ->  Seq Scan on auth_domains d_1
 --     ->  Sort
 --           Sort Key: (lower(d.name)), d.id
 --           ->  Hash Join
@@ -33,15 +21,23 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
 --                 ->  Hash
 --                       ->  Seq Scan on auth_domains d
 
--- GET /authdomains/authdomains?filter[name][CO]=042
--- page read sorted: a small list
-SELECT "domain".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
  
-  FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain"
-  WHERE domain."name" ILIKE $1 ESCAPE '\') AS "__total"
+  FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain";
+-- parameters: []
+--   Aggregate
+--     ->  Hash Join
+--           Hash Cond: (n.id = d.namespace_id)
+--           ->  Seq Scan on namespaces n
+--           ->  Hash
+--                 ->  Seq Scan on auth_domains d
+
+-- GET /authdomains/authdomains?filter[name][CO]=042
+-- page read sorted: a small list
+SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
@@ -53,15 +49,6 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["%042%"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Bitmap Heap Scan on auth_domains d_1
---                         Recheck Cond: (name ~~* '%042%'::text)
---                         ->  Bitmap Index Scan on auth_domains_name_trgm_idx
---                               Index Cond: (name ~~* '%042%'::text)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: (lower(d.name)), d.id
 --           ->  Nested Loop
@@ -72,15 +59,26 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 
--- GET /authdomains/authdomains?filter[namespace][EQ]=team-00042-data&sort=-_created
--- page read sorted: a small list
-SELECT "domain".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
  
   FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain"
-  WHERE domain."namespaceName" = $1) AS "__total"
+  WHERE domain."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%042%"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Bitmap Heap Scan on auth_domains d
+--                 Recheck Cond: (name ~~* '%042%'::text)
+--                 ->  Bitmap Index Scan on auth_domains_name_trgm_idx
+--                       Index Cond: (name ~~* '%042%'::text)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+
+-- GET /authdomains/authdomains?filter[namespace][EQ]=team-00042-data&sort=-_created
+-- page read sorted: a small list
+SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
@@ -92,15 +90,6 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["team-00042-data"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Bitmap Heap Scan on namespaces n_1
---                         Recheck Cond: (name = 'team-00042-data'::text)
---                         ->  Bitmap Index Scan on namespaces_name_trgm_idx
---                               Index Cond: (name = 'team-00042-data'::text)
---                   ->  Index Only Scan using auth_domains_name_lower_key on auth_domains d_1
---                         Index Cond: (namespace_id = n_1.id)
 --     ->  Sort
 --           Sort Key: d.created DESC, d.id DESC
 --           ->  Nested Loop
@@ -111,15 +100,26 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using auth_domains_name_lower_key on auth_domains d
 --                       Index Cond: (namespace_id = n.id)
 
--- GET /authdomains/authdomains (a user narrowed to one namespace)
--- page read sorted: a small list
-SELECT "domain".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
  
   FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain"
-  WHERE domain."namespaceId" = ANY($1)) AS "__total"
+  WHERE domain."namespaceName" = $1;
+-- parameters: ["team-00042-data"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Bitmap Heap Scan on namespaces n
+--                 Recheck Cond: (name = 'team-00042-data'::text)
+--                 ->  Bitmap Index Scan on namespaces_name_trgm_idx
+--                       Index Cond: (name = 'team-00042-data'::text)
+--           ->  Index Only Scan using auth_domains_name_lower_key on auth_domains d
+--                 Index Cond: (namespace_id = n.id)
+
+-- GET /authdomains/authdomains (a user narrowed to one namespace)
+-- page read sorted: a small list
+SELECT "domain".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
          d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
@@ -131,13 +131,6 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: [["<id>"]]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Index Only Scan using auth_domains_name_lower_key on auth_domains d_1
---                         Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: (lower(d.name)), d.id
 --           ->  Nested Loop
@@ -145,3 +138,18 @@ SELECT "domain".*, (SELECT COUNT(*) AS "count"
 --                       Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.description,
+         d.allow_personal_credentials AS "allowPersonalCredentials", d.version, d.created, d.modified
+ 
+  FROM auth_domains d JOIN namespaces n ON n.id = d.namespace_id) "domain"
+  WHERE domain."namespaceId" = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Index Only Scan using auth_domains_name_lower_key on auth_domains d
+--                 Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)

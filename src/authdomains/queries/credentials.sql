@@ -2,18 +2,7 @@
 
 -- GET /authdomains/credentials?filter[authDomain][EQ]=<the domain>
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "credential".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
-         n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
-         c.disabled, c.label, c.type, c.rank, c.vault_path AS "vaultPath", c.version, c.created, c.modified
- 
-  FROM credentials c
-  JOIN auth_domains d ON d.id = c.auth_domain_id
-  JOIN namespaces n ON n.id = d.namespace_id
-  LEFT JOIN users u ON u.id = c.principal_id
-  LEFT JOIN groups g ON g.id = c.principal_id) "credential"
-  WHERE credential."authDomainId" = $1) AS "__total"
+SELECT "credential".*
   FROM (
   SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
          n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
@@ -30,16 +19,6 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d_1
---                               Index Cond: (id = '<id>'::uuid)
---                         ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                               Index Cond: (id = d_1.namespace_id)
---                   ->  Seq Scan on credentials c_1
---                         Filter: (auth_domain_id = '<id>'::uuid)
 --     ->  Incremental Sort
 --           Sort Key: c.rank, c.id
 --           Presorted Key: c.rank
@@ -59,9 +38,7 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_659d1483316afb28afd3a90646e" on groups g
 --                       Index Cond: (id = c.principal_id)
 
--- GET /authdomains/credentials?filter[authDomain][EQ]=<the domain>&sort=-_created
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "credential".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
          n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
@@ -72,7 +49,21 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
   JOIN namespaces n ON n.id = d.namespace_id
   LEFT JOIN users u ON u.id = c.principal_id
   LEFT JOIN groups g ON g.id = c.principal_id) "credential"
-  WHERE credential."authDomainId" = $1) AS "__total"
+  WHERE credential."authDomainId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d
+--                       Index Cond: (id = '<id>'::uuid)
+--                 ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                       Index Cond: (id = d.namespace_id)
+--           ->  Seq Scan on credentials c
+--                 Filter: (auth_domain_id = '<id>'::uuid)
+
+-- GET /authdomains/credentials?filter[authDomain][EQ]=<the domain>&sort=-_created
+-- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+SELECT "credential".*
   FROM (
   SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
          n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
@@ -89,16 +80,6 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d_1
---                               Index Cond: (id = '<id>'::uuid)
---                         ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                               Index Cond: (id = d_1.namespace_id)
---                   ->  Seq Scan on credentials c_1
---                         Filter: (auth_domain_id = '<id>'::uuid)
 --     ->  Nested Loop Left Join
 --           ->  Nested Loop Left Join
 --                 ->  Nested Loop
@@ -114,3 +95,26 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
 --                       Index Cond: (id = c.principal_id)
 --           ->  Index Scan using "PK_659d1483316afb28afd3a90646e" on groups g
 --                 Index Cond: (id = c.principal_id)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
+         n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
+         c.disabled, c.label, c.type, c.rank, c.vault_path AS "vaultPath", c.version, c.created, c.modified
+ 
+  FROM credentials c
+  JOIN auth_domains d ON d.id = c.auth_domain_id
+  JOIN namespaces n ON n.id = d.namespace_id
+  LEFT JOIN users u ON u.id = c.principal_id
+  LEFT JOIN groups g ON g.id = c.principal_id) "credential"
+  WHERE credential."authDomainId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d
+--                       Index Cond: (id = '<id>'::uuid)
+--                 ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                       Index Cond: (id = d.namespace_id)
+--           ->  Seq Scan on credentials c
+--                 Filter: (auth_domain_id = '<id>'::uuid)

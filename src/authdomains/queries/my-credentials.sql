@@ -2,18 +2,7 @@
 
 -- GET /authdomains/me/credentials (a user narrowed to one namespace)
 -- page read sorted: a small list
-SELECT "credential".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
-         n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
-         c.disabled, c.label, c.type, c.rank, c.vault_path AS "vaultPath", c.version, c.created, c.modified
- 
-  FROM credentials c
-  JOIN auth_domains d ON d.id = c.auth_domain_id
-  JOIN namespaces n ON n.id = d.namespace_id
-  LEFT JOIN users u ON u.id = c.principal_id
-  LEFT JOIN groups g ON g.id = c.principal_id) "credential"
-  WHERE credential."principalId" = $1) AS "__total"
+SELECT "credential".*
   FROM (
   SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
          n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
@@ -30,16 +19,6 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $2)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         ->  Index Scan using credentials_principal_id_idx on credentials c_1
---                               Index Cond: (principal_id = '<id>'::uuid)
---                         ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d_1
---                               Index Cond: (id = c_1.auth_domain_id)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: c.rank, c.id
 --           ->  Nested Loop Left Join
@@ -58,3 +37,26 @@ SELECT "credential".*, (SELECT COUNT(*) AS "count"
 --                             Index Cond: (id = '<id>'::uuid)
 --                 ->  Index Scan using "PK_659d1483316afb28afd3a90646e" on groups g
 --                       Index Cond: (id = '<id>'::uuid)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT c.id, c.auth_domain_id AS "authDomainId", d.name AS "authDomainName", d.namespace_id AS "namespaceId",
+         n.name AS "namespaceName", c.principal_id AS "principalId", coalesce(u.user_name, g.name) AS "principalName",
+         c.disabled, c.label, c.type, c.rank, c.vault_path AS "vaultPath", c.version, c.created, c.modified
+ 
+  FROM credentials c
+  JOIN auth_domains d ON d.id = c.auth_domain_id
+  JOIN namespaces n ON n.id = d.namespace_id
+  LEFT JOIN users u ON u.id = c.principal_id
+  LEFT JOIN groups g ON g.id = c.principal_id) "credential"
+  WHERE credential."principalId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 ->  Index Scan using credentials_principal_id_idx on credentials c
+--                       Index Cond: (principal_id = '<id>'::uuid)
+--                 ->  Index Scan using "PK_fe654527206da1c68b7a95564f8" on auth_domains d
+--                       Index Cond: (id = c.auth_domain_id)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)

@@ -2,8 +2,7 @@
 
 -- GET /cluster/executions
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts") AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -14,9 +13,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
 --           ->  Memoize
@@ -25,10 +21,15 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+
 -- GET /cluster/executions?page[limit]=1000
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts") AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -39,9 +40,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
 --           ->  Memoize
@@ -50,11 +48,15 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+
 -- GET /cluster/executions?filter[status][EQ]=running
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts"
-  WHERE counts.status = $1) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -66,10 +68,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: ["running"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
---                   Filter: (status = 'running'::text)
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_status_created_idx on job_executions e
 --                 Index Cond: (status = 'running'::text)
@@ -79,11 +77,17 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts"
+  WHERE counts.status = $1;
+-- parameters: ["running"]
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+--           Filter: (status = 'running'::text)
+
 -- GET /cluster/executions?filter[status][IN]=pending,running
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts"
-  WHERE counts.status = ANY($1)) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -95,25 +99,23 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: [["pending","running"]]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
---                   Filter: (status = ANY ('{pending,running}'::text[]))
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
 --                 Filter: (status = ANY ('{pending,running}'::text[]))
 --           ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                 Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts"
+  WHERE counts.status = ANY($1);
+-- parameters: [["pending","running"]]
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+--           Filter: (status = ANY ('{pending,running}'::text[]))
+
 -- GET /cluster/executions?filter[creationTime][GT]=<last day>
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
- 
-  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE execution."creationTime" > CAST($1 AS timestamptz)) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -125,10 +127,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: ["2026-04-25T17:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Scan using job_executions_created_idx on job_executions e_1
---                   Index Cond: (created > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
 --                 Index Cond: (created > '2026-04-25 17:46:40+00'::timestamp with time zone)
@@ -138,15 +136,21 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
--- GET /cluster/executions?filter[modifiedTime][LT]=<early>&sort=modifiedTime
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
  
   FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE execution."modifiedTime" < CAST($1 AS timestamptz)) AS "__total"
+  WHERE execution."creationTime" > CAST($1 AS timestamptz);
+-- parameters: ["2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Index Scan using job_executions_created_idx on job_executions e
+--           Index Cond: (created > '2026-04-25 17:46:40+00'::timestamp with time zone)
+
+-- GET /cluster/executions?filter[modifiedTime][LT]=<early>&sort=modifiedTime
+-- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -158,12 +162,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: ["2026-01-12T13:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on job_executions e_1
---                   Recheck Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
---                   ->  Bitmap Index Scan on job_executions_modified_idx
---                         Index Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --     ->  Nested Loop Left Join
 --           ->  Index Scan using job_executions_modified_idx on job_executions e
 --                 Index Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
@@ -173,11 +171,23 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE execution."modifiedTime" < CAST($1 AS timestamptz);
+-- parameters: ["2026-01-12T13:46:40.000Z"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on job_executions e
+--           Recheck Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
+--           ->  Bitmap Index Scan on job_executions_modified_idx
+--                 Index Cond: (modified < '2026-01-12 13:46:40+00'::timestamp with time zone)
+
 -- GET /cluster/executions?filter[nodeId][EQ]=<a node>
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_node_counts" "counts"
-  WHERE counts.node_id = $1) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -189,10 +199,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using job_execution_node_counts_key_idx on job_execution_node_counts counts
---                   Index Cond: (node_id = '<id>'::uuid)
 --     ->  Nested Loop Left Join
 --           Join Filter: (n.id = e.node_id)
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
@@ -201,15 +207,17 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Seq Scan on cluster_nodes n
 --                       Filter: (id = '<id>'::uuid)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_node_counts" "counts"
+  WHERE counts.node_id = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using job_execution_node_counts_key_idx on job_execution_node_counts counts
+--           Index Cond: (node_id = '<id>'::uuid)
+
 -- GET /cluster/executions?filter[jobId][EQ]=<a job>
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
- 
-  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE execution."jobId" = $1) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -221,10 +229,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Scan using job_executions_job_status_idx on job_executions e_1
---                   Index Cond: (job_id = '<id>'::uuid)
 --     ->  Sort
 --           Sort Key: e.created DESC, e.id DESC
 --           ->  Hash Right Join
@@ -233,6 +237,18 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Hash
 --                       ->  Index Scan using job_executions_job_status_idx on job_executions e
 --                             Index Cond: (job_id = '<id>'::uuid)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE execution."jobId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Scan using job_executions_job_status_idx on job_executions e
+--           Index Cond: (job_id = '<id>'::uuid)
 
 -- GET /cluster/executions?page[offset]=900000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -273,9 +289,7 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 
 -- GET /cluster/executions (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts"
-  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2)) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -287,10 +301,6 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
   OFFSET 0;
 -- parameters: [["<id>"],"<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
---                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --     ->  Nested Loop Left Join
 --           ->  Index Scan Backward using job_executions_created_idx on job_executions e
 --                 Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
@@ -300,26 +310,28 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                       Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts"
+  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2);
+-- parameters: [["<id>"],"<id>"]
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+--           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+
 -- GET /cluster/executions?filter[status][EQ]=running (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "job_execution_counts" "counts"
-  WHERE counts.status = $1 AND (counts.namespace_id = ANY($2) OR counts.owner_id = $3)) AS "__total"
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
  
   FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE (execution."namespaceId" = ANY($2) OR execution."ownerId" = $3) AND execution."status" = $1
+  WHERE (execution."namespaceId" = ANY($1) OR execution."ownerId" = $2) AND execution."status" = $3
   ORDER BY execution."creationTime" DESC, execution."id" DESC
   LIMIT 100
   OFFSET 0;
--- parameters: ["running",["<id>"],"<id>"]
+-- parameters: [["<id>"],"<id>","running"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on job_execution_counts counts
---                   Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
 --     ->  Sort
 --           Sort Key: e.created DESC, e.id DESC
 --           ->  Nested Loop Left Join
@@ -336,9 +348,38 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
 --                       ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
 --                             Index Cond: (id = e.node_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "job_execution_counts" "counts"
+  WHERE counts.status = $1 AND (counts.namespace_id = ANY($2) OR counts.owner_id = $3);
+-- parameters: ["running",["<id>"],"<id>"]
+--   Aggregate
+--     ->  Seq Scan on job_execution_counts counts
+--           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
+
 -- GET /cluster/executions (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime", (SELECT COUNT(*) + (SELECT COUNT(*)
+SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."status" AS "status", "execution"."nodeId" AS "nodeId", "execution"."nodeName" AS "nodeName", to_char(execution."creationTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "creationTime", to_char(execution."modifiedTime" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modifiedTime"
+  FROM (
+  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
+         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
+ 
+  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
+  WHERE ((execution."namespaceId" = ANY($1) AND NOT ((coalesce(execution."namespaceId" = $2, false) AND (CAST($3 AS text) || CAST(execution."jobId" AS text)) ~ $4))) OR execution."ownerId" = $5)
+  ORDER BY execution."creationTime" DESC, execution."id" DESC
+  LIMIT 100
+  OFFSET 0;
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
+--   Limit
+--     ->  Nested Loop Left Join
+--           ->  Index Scan Backward using job_executions_created_idx on job_executions e
+--                 Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
+--           ->  Memoize
+--                 Cache Key: e.node_id
+--                 Cache Mode: logical
+--                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
+--                       Index Cond: (id = e.node_id)
+
+SELECT COUNT(*) + (SELECT COUNT(*)
   FROM (
   SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
@@ -350,37 +391,18 @@ SELECT "execution"."id" AS "id", "execution"."jobId" AS "jobId", "execution"."st
          n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
  
   FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE (execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5)))) AS "__total"
-  FROM (
-  SELECT e.id, e.job_id AS "jobId", e.status, e.created AS "creationTime", e.modified AS "modifiedTime", e.node_id AS "nodeId",
-         n.name AS "nodeName", e.namespace_id AS "namespaceId", e.owner_id AS "ownerId"
- 
-  FROM job_executions e LEFT JOIN cluster_nodes n ON n.id = e.node_id) "execution"
-  WHERE ((execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5))) OR execution."ownerId" = $1)
-  ORDER BY execution."creationTime" DESC, execution."id" DESC
-  LIMIT 100
-  OFFSET 0;
+  WHERE (execution."namespaceId" = ANY($2) AND NOT ((coalesce(execution."namespaceId" = $3, false) AND (CAST($4 AS text) || CAST(execution."jobId" AS text)) ~ $5)));
 -- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
---   Limit
---     InitPlan 2 (returns $1)
+--   Aggregate
+--     InitPlan 1 (returns $0)
 --       ->  Aggregate
---             InitPlan 1 (returns $0)
---               ->  Aggregate
---                     ->  Bitmap Heap Scan on job_executions e_1
---                           Recheck Cond: (owner_id = '<id>'::uuid)
---                           Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
---                           ->  Bitmap Index Scan on job_executions_owner_created_idx
---                                 Index Cond: (owner_id = '<id>'::uuid)
---             ->  Bitmap Heap Scan on job_executions e_2
---                   Recheck Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
---                   ->  Bitmap Index Scan on job_executions_namespace_created_idx
---                         Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---     ->  Nested Loop Left Join
---           ->  Index Scan Backward using job_executions_created_idx on job_executions e
---                 Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
---           ->  Memoize
---                 Cache Key: e.node_id
---                 Cache Mode: logical
---                 ->  Index Scan using "PK_3104b3d10d622c69938f1c432b9" on cluster_nodes n
---                       Index Cond: (id = e.node_id)
+--             ->  Bitmap Heap Scan on job_executions e_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on job_executions_owner_created_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Bitmap Heap Scan on job_executions e
+--           Recheck Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (job_id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
+--           ->  Bitmap Index Scan on job_executions_namespace_created_idx
+--                 Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))

@@ -4,51 +4,53 @@
 -- page read sorted: unfiltered, along the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts") AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
 --     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+
 -- GET /cluster/jobs?page[limit]=1000
 -- page read sorted: unfiltered, along the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts") AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 1000
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
 --     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+
 -- GET /cluster/jobs?filter[status][EQ]=running
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts"
-  WHERE counts.status = $1) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."status" = $1
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
@@ -56,10 +58,6 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
   OFFSET 0;
 -- parameters: ["running"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
---                   Filter: (status = 'running'::text)
 --     ->  Index Scan Backward using cluster_jobs_status_submit_time_idx on cluster_jobs job
 --           Index Cond: (status = 'running'::text)
 --           SubPlan 1
@@ -67,13 +65,19 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts"
+  WHERE counts.status = $1;
+-- parameters: ["running"]
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+--           Filter: (status = 'running'::text)
+
 -- GET /cluster/jobs?filter[status][IN]=pending,running
 -- page read by keys: the sort's index does not serve status in its order
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts"
-  WHERE counts.status = ANY($1)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -86,29 +90,31 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
---                   Filter: (status = ANY ('{pending,running}'::text[]))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
 --                   Sort Key: job_1.submit_time DESC, job_1.id DESC
 --                   ->  Index Only Scan using cluster_jobs_status_submit_time_idx on cluster_jobs job_1
 --                         Index Cond: (status = ANY ('{pending,running}'::text[]))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts"
+  WHERE counts.status = ANY($1);
+-- parameters: [["pending","running"]]
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+--           Filter: (status = ANY ('{pending,running}'::text[]))
+
 -- GET /cluster/jobs?filter[name][ST]=bulk-123
 -- page read by keys: the sort's index does not serve name in its order
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE lower("job"."name") COLLATE "C" LIKE lower($1) ESCAPE '\') AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -121,31 +127,33 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
---                   Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
---                   Filter: (((lower(name)))::text ~~ 'bulk-123%'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: job_2.submit_time DESC, job_2.id DESC
---                   ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_2
+--                   Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                   ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
 --                         Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
 --                         Filter: ((lower(name))::text ~~ 'bulk-123%'::text)
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE lower("job"."name") COLLATE "C" LIKE lower($1) ESCAPE '\';
+-- parameters: ["bulk-123%"]
+--   Aggregate
+--     ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
+--           Filter: (((lower(name)))::text ~~ 'bulk-123%'::text)
+
 -- GET /cluster/jobs?filter[name][CO]=150000
 -- page read by keys: the sort's index does not serve name in its order
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."name" ILIKE $1 ESCAPE '\') AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -158,33 +166,35 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on cluster_jobs job_1
---                   Recheck Cond: (name ~~* '%150000%'::text)
---                   ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
---                         Index Cond: (name ~~* '%150000%'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: job_2.submit_time DESC, job_2.id DESC
---                   ->  Bitmap Heap Scan on cluster_jobs job_2
+--                   Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                   ->  Bitmap Heap Scan on cluster_jobs job_1
 --                         Recheck Cond: (name ~~* '%150000%'::text)
 --                         ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
 --                               Index Cond: (name ~~* '%150000%'::text)
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%150000%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on cluster_jobs job
+--           Recheck Cond: (name ~~* '%150000%'::text)
+--           ->  Bitmap Index Scan on cluster_jobs_name_trgm_idx
+--                 Index Cond: (name ~~* '%150000%'::text)
+
 -- GET /cluster/jobs?filter[submitTime][GT]=<last day>
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."submit_time" > CAST($1 AS timestamptz)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."submit_time" > CAST($1 AS timestamptz)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
@@ -192,10 +202,6 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
   OFFSET 0;
 -- parameters: ["2026-04-25T17:46:40.000Z"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job_1
---                   Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --           SubPlan 1
@@ -203,13 +209,19 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."submit_time" > CAST($1 AS timestamptz);
+-- parameters: ["2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
+--           Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+
 -- GET /cluster/jobs?filter[submitTime][LT]=<early>
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."submit_time" < CAST($1 AS timestamptz)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."submit_time" < CAST($1 AS timestamptz)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
@@ -217,10 +229,6 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
   OFFSET 0;
 -- parameters: ["2026-01-12T13:46:40.000Z"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job_1
---                   Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --     ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job
 --           Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --           SubPlan 1
@@ -228,68 +236,82 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."submit_time" < CAST($1 AS timestamptz);
+-- parameters: ["2026-01-12T13:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using cluster_jobs_submit_time_idx on cluster_jobs job
+--           Index Cond: (submit_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
+
 -- GET /cluster/jobs?sort=name
 -- page read sorted: unfiltered, along the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts") AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY lower("job"."name") COLLATE "C" ASC, "job"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
 --     ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+
 -- GET /cluster/jobs?sort=-status
 -- page read sorted: unfiltered, along the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts") AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."status" DESC, "job"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
 --     ->  Index Scan Backward using cluster_jobs_status_idx on cluster_jobs job
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+
 -- GET /cluster/jobs?sort=type
 -- page read sorted: unfiltered, along the sort's index
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts") AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   ORDER BY "job"."type" ASC, "job"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
 --     ->  Index Scan using cluster_jobs_type_idx on cluster_jobs job
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
 
 -- GET /cluster/jobs?page[offset]=900000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -326,9 +348,7 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 -- page read by keys: the sort's index does not serve type in its order
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE "job"."status" = $1 AND "job"."type" = $2 AND "job"."submit_time" > CAST($3 AS timestamptz)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -341,34 +361,36 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on cluster_jobs job_1
---                   Recheck Cond: ((submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone) AND (type = 'service'::text))
---                   Filter: (status = 'dead'::text)
---                   ->  BitmapAnd
---                         ->  Bitmap Index Scan on cluster_jobs_submit_time_idx
---                               Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
---                         ->  Bitmap Index Scan on cluster_jobs_type_idx
---                               Index Cond: (type = 'service'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
---             ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_2
+--             ->  Index Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
 --                   Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --                   Filter: ((status = 'dead'::text) AND (type = 'service'::text))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE "job"."status" = $1 AND "job"."type" = $2 AND "job"."submit_time" > CAST($3 AS timestamptz);
+-- parameters: ["dead","service","2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on cluster_jobs job
+--           Recheck Cond: ((submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone) AND (type = 'service'::text))
+--           Filter: (status = 'dead'::text)
+--           ->  BitmapAnd
+--                 ->  Bitmap Index Scan on cluster_jobs_submit_time_idx
+--                       Index Cond: (submit_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+--                 ->  Bitmap Index Scan on cluster_jobs_type_idx
+--                       Index Cond: (type = 'service'::text)
+
 -- GET /cluster/jobs (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts"
-  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -381,61 +403,65 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
---                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
 --                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts"
+  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2);
+-- parameters: [["<id>"],"<id>"]
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+--           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 
 -- GET /cluster/jobs?filter[status][EQ]=running (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts"
-  WHERE counts.status = $1 AND (counts.namespace_id = ANY($2) OR counts.owner_id = $3)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
-  WHERE ("job"."namespace_id" = ANY($2) OR "job"."owner_id" = $3) AND "job"."status" = $1
+  WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND "job"."status" = $3
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
   OFFSET 0))
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
--- parameters: ["running",["<id>"],"<id>"]
+-- parameters: [["<id>"],"<id>","running"]
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
---                   Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Only Scan Backward using cluster_jobs_status_submit_time_idx on cluster_jobs job_1
 --                   Index Cond: (status = 'running'::text)
 --                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts"
+  WHERE counts.status = $1 AND (counts.namespace_id = ANY($2) OR counts.owner_id = $3);
+-- parameters: ["running",["<id>"],"<id>"]
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+--           Filter: ((status = 'running'::text) AND ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)))
+
 -- GET /cluster/jobs?filter[name][ST]=bulk-123 (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read by keys: the sort's index does not serve name in its order
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND lower("job"."name") COLLATE "C" LIKE lower($3) ESCAPE '\') AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -448,31 +474,33 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
---                   Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
---                   Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND (((lower(name)))::text ~~ 'bulk-123%'::text))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: job_2.submit_time DESC, job_2.id DESC
---                   ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_2
+--                   Sort Key: job_1.submit_time DESC, job_1.id DESC
+--                   ->  Index Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
 --                         Index Cond: (((lower(name))::text >= 'bulk-123'::text) AND ((lower(name))::text < 'bulk-124'::text))
 --                         Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND ((lower(name))::text ~~ 'bulk-123%'::text))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE ("job"."namespace_id" = ANY($1) OR "job"."owner_id" = $2) AND lower("job"."name") COLLATE "C" LIKE lower($3) ESCAPE '\';
+-- parameters: [["<id>"],"<id>","bulk-123%"]
+--   Aggregate
+--     ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job
+--           Index Cond: (((lower(name)) >= 'bulk-123'::text) AND ((lower(name)) < 'bulk-124'::text))
+--           Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid)) AND (((lower(name)))::text ~~ 'bulk-123%'::text))
+
 -- GET /cluster/jobs?sort=name (a user narrowed to one namespace, who sees their own jobs anywhere)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "cluster_job_counts" "counts"
-  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2)) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
@@ -485,59 +513,65 @@ SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "
 --   Sort
 --     Sort Key: ((lower(job.name))::text) COLLATE "C", job.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on cluster_job_counts counts
---                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Only Scan using cluster_jobs_name_lower_idx on cluster_jobs job_1
 --                   Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "cluster_job_counts" "counts"
+  WHERE (counts.namespace_id = ANY($1) OR counts.owner_id = $2);
+-- parameters: [["<id>"],"<id>"]
+--   Aggregate
+--     ->  Seq Scan on cluster_job_counts counts
+--           Filter: ((namespace_id = ANY ('{<id>}'::uuid[])) OR (owner_id = '<id>'::uuid))
+
 -- GET /cluster/jobs (narrowed alike, a Deny there hiding the jobs whose id starts with 0 to 3)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "job"."id" AS "id", "job"."name" AS "name", "job"."status" AS "status", "job"."type" AS "type", "job"."priority" AS "priority", to_char("job"."submit_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "submitTime", (SELECT string_agg(e.status, ' ')
   FROM job_executions e
-  WHERE e.job_id = "job"."id") AS "executionStatuses", (SELECT COUNT(*) + (SELECT COUNT(*)
-  FROM "cluster_jobs" "job"
-  WHERE "job"."owner_id" = $1 AND NOT coalesce(("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5))), false)) AS "count"
-  FROM "cluster_jobs" "job"
-  WHERE ("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5)))) AS "__total"
+  WHERE e.job_id = "job"."id") AS "executionStatuses"
   FROM "cluster_jobs" "job"
   WHERE "job"."id" = ANY(ARRAY(SELECT "job"."id" AS "key"
   FROM "cluster_jobs" "job"
-  WHERE (("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5))) OR "job"."owner_id" = $1)
+  WHERE (("job"."namespace_id" = ANY($1) AND NOT ((coalesce("job"."namespace_id" = $2, false) AND (CAST($3 AS text) || CAST("job"."id" AS text)) ~ $4))) OR "job"."owner_id" = $5)
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC
   LIMIT 100
   OFFSET 0))
   ORDER BY "job"."submit_time" DESC, "job"."id" DESC;
--- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+-- parameters: [["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$","<id>"]
 --   Sort
 --     Sort Key: job.submit_time DESC, job.id DESC
---     InitPlan 3 (returns $2)
---       ->  Aggregate
---             InitPlan 2 (returns $1)
---               ->  Aggregate
---                     ->  Bitmap Heap Scan on cluster_jobs job_1
---                           Recheck Cond: (owner_id = '<id>'::uuid)
---                           Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
---                           ->  Bitmap Index Scan on cluster_jobs_owner_submit_time_idx
---                                 Index Cond: (owner_id = '<id>'::uuid)
---             ->  Index Only Scan using cluster_jobs_namespace_submit_time_idx on cluster_jobs job_2
---                   Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))
---     InitPlan 4 (returns $3)
+--     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_3
+--             ->  Index Only Scan Backward using cluster_jobs_submit_time_idx on cluster_jobs job_1
 --                   Filter: (((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))) OR (owner_id = '<id>'::uuid))
 --     ->  Index Scan using "PK_d2325eb7b87fb455525b7c0f007" on cluster_jobs job
---           Index Cond: (id = ANY ($3))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Aggregate
 --                   ->  Index Only Scan using job_executions_job_status_idx on job_executions e
 --                         Index Cond: (job_id = job.id)
+
+SELECT COUNT(*) + (SELECT COUNT(*)
+  FROM "cluster_jobs" "job"
+  WHERE "job"."owner_id" = $1 AND NOT coalesce(("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5))), false)) AS "count"
+  FROM "cluster_jobs" "job"
+  WHERE ("job"."namespace_id" = ANY($2) AND NOT ((coalesce("job"."namespace_id" = $3, false) AND (CAST($4 AS text) || CAST("job"."id" AS text)) ~ $5)));
+-- parameters: ["<id>",["<id>"],"<id>","/ClusterJobs/","^(?:/ClusterJobs/[0-3].*)$"]
+--   Aggregate
+--     InitPlan 1 (returns $0)
+--       ->  Aggregate
+--             ->  Bitmap Heap Scan on cluster_jobs job_1
+--                   Recheck Cond: (owner_id = '<id>'::uuid)
+--                   Filter: (NOT COALESCE(((namespace_id = ANY ('{<id>}'::uuid[])) AND ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))), false))
+--                   ->  Bitmap Index Scan on cluster_jobs_owner_submit_time_idx
+--                         Index Cond: (owner_id = '<id>'::uuid)
+--     ->  Index Only Scan using cluster_jobs_namespace_submit_time_idx on cluster_jobs job
+--           Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           Filter: ((NOT COALESCE((namespace_id = '<id>'::uuid), false)) OR (('/ClusterJobs/'::text || (id)::text) !~ '^(?:/ClusterJobs/[0-3].*)$'::text))

@@ -2,26 +2,26 @@
 
 -- GET /cluster/nodes
 -- page read sorted: a small list
-SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "cluster_nodes" "node") AS "__total"
+SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified"
   FROM "cluster_nodes" "node"
   ORDER BY "node"."name" ASC, "node"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on cluster_nodes node_1
 --     ->  Sort
---           Sort Key: node.name, node.id
+--           Sort Key: name, id
 --           ->  Seq Scan on cluster_nodes node
+
+SELECT COUNT(*) AS "count"
+  FROM "cluster_nodes" "node";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on cluster_nodes node
 
 -- GET /cluster/nodes?filter[status][EQ]=down
 -- page read sorted: a small list
-SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "cluster_nodes" "node"
-  WHERE "node"."status" = $1) AS "__total"
+SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified"
   FROM "cluster_nodes" "node"
   WHERE "node"."status" = $1
   ORDER BY "node"."name" ASC, "node"."id" ASC
@@ -29,20 +29,22 @@ SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostn
   OFFSET 0;
 -- parameters: ["down"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on cluster_nodes node_1
---                   Filter: (status = 'down'::text)
 --     ->  Sort
---           Sort Key: node.name, node.id
+--           Sort Key: name, id
 --           ->  Seq Scan on cluster_nodes node
 --                 Filter: (status = 'down'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "cluster_nodes" "node"
+  WHERE "node"."status" = $1;
+-- parameters: ["down"]
+--   Aggregate
+--     ->  Seq Scan on cluster_nodes node
+--           Filter: (status = 'down'::text)
+
 -- GET /cluster/nodes?filter[nodeLabels][ANY]=gpu&sort=address
 -- page read sorted: a small list
-SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "cluster_nodes" "node"
-  WHERE "node"."labels" && CAST($1 AS text[])) AS "__total"
+SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostname", "node"."address" AS "address", "node"."type" AS "type", "node"."is_worker" AS "isWorker", "node"."is_server" AS "isServer", "node"."status" AS "status", "node"."draining" AS "draining", "node"."labels" AS "labels", "node"."os" AS "os", "node"."attributes" AS "attributes", "node"."cpu" AS "cpu", "node"."memory" AS "memory", "node"."created" AS "created", "node"."modified" AS "modified"
   FROM "cluster_nodes" "node"
   WHERE "node"."labels" && CAST($1 AS text[])
   ORDER BY "node"."address" ASC, "node"."id" ASC
@@ -50,11 +52,15 @@ SELECT "node"."id" AS "id", "node"."name" AS "name", "node"."hostname" AS "hostn
   OFFSET 0;
 -- parameters: [["gpu"]]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on cluster_nodes node_1
---                   Filter: (labels && '{gpu}'::text[])
 --     ->  Sort
---           Sort Key: node.address, node.id
+--           Sort Key: address, id
 --           ->  Seq Scan on cluster_nodes node
 --                 Filter: (labels && '{gpu}'::text[])
+
+SELECT COUNT(*) AS "count"
+  FROM "cluster_nodes" "node"
+  WHERE "node"."labels" && CAST($1 AS text[]);
+-- parameters: [["gpu"]]
+--   Aggregate
+--     ->  Seq Scan on cluster_nodes node
+--           Filter: (labels && '{gpu}'::text[])

@@ -171,10 +171,10 @@ export interface PageOptions {
  *
  * `total` comes from kept counts when `options.counts` serves the request, else from counting the
  * matching rows (through the indexes the list declares). A shallow page is read as `shallowRead`
- * decides, in one statement with its count (a scalar subquery: one snapshot, one round trip; only
- * an empty page past the first asks for its count again). Any page from DEEP_OFFSET on is counted
- * first, then read by its keys (an index-only scan where the sort's index holds the filtered
- * columns) from whichever end of the list is nearer, which `total` tells.
+ * decides, and counted at the same time, by a statement of its own on another pooled connection
+ * (see below). Any page from DEEP_OFFSET on is counted first, then read by its keys (an index-only
+ * scan where the sort's index holds the filtered columns) from whichever end of the list is nearer,
+ * which `total` tells.
  */
 export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLiteral = T>(
   qb: SelectQueryBuilder<T>,
@@ -188,19 +188,19 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
   whereFilters(qb, query.filters);
   const shallow = shallowRead(qb, query);
   if (query.offset < DEEP_OFFSET) {
-    // The count rides in the page's statement: one round trip and one pooled connection, not two.
-    // It is made before the page's builder changes `qb`, and only when wanted (a kept text needs none).
-    let count: SelectQueryBuilder<ObjectLiteral> | undefined;
-    const counted = () => (count ??= countStatement(qb, query, options, unscoped));
-    const shape = unscoped ? undefined : pageShape('counted page', qb, query, options, shallow.byKeys);
-    const [sql, parameters] = listStatement(qb, shape, () =>
-      shallow.byKeys ? pageByKeys(qb, query, options, undefined, counted()) : sortedPage(qb, query, true, options, counted()),
+    // The count and the page at once, each a statement of its own on a pooled connection, as a
+    // plain handler sends them. As one statement (the count a scalar subquery of the page's) they
+    // took one round trip, but PostgreSQL ran the two in turn in one backend: under load that
+    // statement's time was twice either's at the median and three times at the 99th percentile,
+    // and it set the list's tail (docs/api-conventions.md). The count is made first, as the page's
+    // builder changes `qb`.
+    const shape = unscoped ? undefined : listShape(qb, query, options, shallow.byKeys);
+    const [countSql, countParameters] = listStatement(qb, shape && `count ${shape}`, () => countStatement(qb, query, options, unscoped));
+    const [sql, parameters] = listStatement(qb, shape && `page ${shape}`, () =>
+      shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
     );
-    const rows = await run<(R & Counted)[]>(qb, sql, parameters, shallow.why);
-    if (rows.length === 0) return { items: [], totalCount: query.offset === 0 ? 0 : await runCount(qb, counted()) };
-    const totalCount = Number(rows[0][TOTAL]);
-    for (const row of rows) delete (row as Partial<Counted>)[TOTAL];
-    return { items: rows, totalCount };
+    const [items, totalCount] = await Promise.all([run<R[]>(qb, sql, parameters, shallow.why), counted(qb, countSql, countParameters)]);
+    return { items, totalCount };
   }
   const totalCount = await countMatching(qb, query, options, unscoped);
   const deep = `by keys: an offset of ${DEEP_OFFSET} or more, from the nearer end`;
@@ -208,18 +208,19 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
 }
 
 /**
- * The shape of a page's statement (list-statements.ts): the builder's, with its conditions and
- * narrowing, and what the list machinery makes of the rest (how the page is read, its sort, offset
- * and limit, its columns, and how it is counted, which the filters, the kept counts and the scope's
- * owner and hidden items decide). Undefined when the builder has no shape.
+ * The shape of a shallow page's statements (list-statements.ts), which its page's and its count's
+ * are made of with their kind before it: the builder's, with its conditions and narrowing, and what
+ * the list machinery makes of the rest (how the page is read, its sort, offset and limit, its
+ * columns, and how it is counted, which the filters, the kept counts and the scope's owner and
+ * hidden items decide). Undefined when the builder has no shape.
  */
-function pageShape(kind: string, qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, byKeys: boolean): string | undefined {
+function listShape(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, byKeys: boolean): string | undefined {
   const builder = builderShape(qb);
   if (builder === undefined) return undefined;
   const filters = query.filters.map((condition) => [condition.field, condition.operator]);
   const scope = options.scope && { owner: options.scope.owner?.column, hidesItems: hidesItems(options.scope), columns: options.scope.columns };
   // The builder's shape last and as it is (not quoted again): it is most of the key.
-  return `${JSON.stringify([kind, byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope])}${builder}`;
+  return `${JSON.stringify([byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope])}${builder}`;
 }
 
 /**
@@ -276,16 +277,14 @@ async function countMatching(
 
 async function runCount(qb: SelectQueryBuilder<ObjectLiteral>, count: SelectQueryBuilder<ObjectLiteral>): Promise<number> {
   const [sql, parameters] = count.getQueryAndParameters();
+  return counted(qb, sql, parameters);
+}
+
+/** Runs a count statement: its one value. */
+async function counted(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[]): Promise<number> {
   const rows = await run<{ count: string }[]>(qb, sql, parameters);
   return Number(rows[0]?.count ?? 0);
 }
-
-/**
- * The name under which a shallow page's rows carry `total` (the count as a scalar subquery of the
- * page's statement, which PostgreSQL runs once): taken off the rows before they are returned.
- */
-const TOTAL = '__total';
-type Counted = { [TOTAL]: string };
 
 /** The statement that counts the items matching a list query (countMatching), not yet run. */
 function countStatement(
@@ -323,11 +322,6 @@ function countStatement(
   return count;
 }
 
-/** Selects `count`'s one value with the page's rows, under TOTAL; its parameters are named as the page's, with the same values. */
-function withTotal(page: SelectQueryBuilder<ObjectLiteral>, count: SelectQueryBuilder<ObjectLiteral> | undefined): void {
-  if (count) page.addSelect(`(${count.getQuery()})`, TOTAL).setParameters(count.getParameters());
-}
-
 /** Orders a builder by a list query's sort, reversed or not, the tie-breaker last. */
 function orderBy(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, reversed: boolean): void {
   const direction = query.sort.descending !== reversed ? 'DESC' : 'ASC';
@@ -346,14 +340,8 @@ function selectByKeys<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery
   return run<R[]>(qb, sql, parameters, read);
 }
 
-/** The builder of selectByKeys's statement (`count`'s value selected with the rows, see withTotal). */
-function pageByKeys(
-  qb: SelectQueryBuilder<ObjectLiteral>,
-  query: ListQuery,
-  options: PageOptions,
-  total?: number,
-  count?: SelectQueryBuilder<ObjectLiteral>,
-): SelectQueryBuilder<ObjectLiteral> {
+/** The builder of selectByKeys's statement. */
+function pageByKeys(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, options: PageOptions, total?: number): SelectQueryBuilder<ObjectLiteral> {
   const reversed = total !== undefined && query.offset > total / 2;
   const keys = qb.clone().select(query.sort.tieBreaker, 'key');
   orderBy(keys, query, reversed);
@@ -363,7 +351,6 @@ function pageByKeys(
   rows.expressionMap.wheres = [];
   rows.where(`${query.sort.tieBreaker} = ANY(ARRAY(${keys.getQuery()}))`, keys.getParameters());
   selectRowColumns(rows, options.columns, options.extra);
-  withTotal(rows, count);
   orderBy(rows, query, false);
   return rows;
 }
@@ -388,7 +375,8 @@ export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral 
   whereFilters(qb, query.filters);
   if (query.offset >= DEEP_OFFSET) return selectByKeys<R>(qb, query, options, undefined, `by keys: an offset of ${DEEP_OFFSET} or more, from the start`);
   const shallow = shallowRead(qb, query);
-  const [sql, parameters] = listStatement(qb, pageShape('page', qb, query, options, shallow.byKeys), () =>
+  const shape = listShape(qb, query, options, shallow.byKeys);
+  const [sql, parameters] = listStatement(qb, shape && `page ${shape}`, () =>
     shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
   );
   return run<R[]>(qb, sql, parameters, shallow.why);
@@ -400,16 +388,9 @@ function selectSorted<R>(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery
   return run<R[]>(qb, sql, parameters, read);
 }
 
-/** Finishes `qb` as selectSorted's statement (`count`'s value selected with the rows, see withTotal). */
-function sortedPage(
-  qb: SelectQueryBuilder<ObjectLiteral>,
-  query: ListQuery,
-  paged: boolean,
-  options: PageOptions,
-  count?: SelectQueryBuilder<ObjectLiteral>,
-): SelectQueryBuilder<ObjectLiteral> {
+/** Finishes `qb` as selectSorted's statement. */
+function sortedPage(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, paged: boolean, options: PageOptions): SelectQueryBuilder<ObjectLiteral> {
   selectRowColumns(qb, options.columns, options.extra);
-  withTotal(qb, count);
   orderBy(qb, query, false);
   if (paged) qb.offset(query.offset).limit(query.limit);
   return qb;

@@ -2,27 +2,27 @@
 
 -- GET /execution-profiles/execprofiles
 -- page read sorted: a small list
-SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "execution_profiles" "profile") AS "__total"
+SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified"
   FROM "execution_profiles" "profile"
   ORDER BY lower("profile"."name") ASC, "profile"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on execution_profiles profile_1
 --     ->  Incremental Sort
---           Sort Key: (lower(profile.name)), profile.id
---           Presorted Key: (lower(profile.name))
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
 --           ->  Index Scan using execution_profiles_name_lower_key on execution_profiles profile
+
+SELECT COUNT(*) AS "count"
+  FROM "execution_profiles" "profile";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on execution_profiles profile
 
 -- GET /execution-profiles/execprofiles?filter[name][CO]=042
 -- page read sorted: a small list
-SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "execution_profiles" "profile"
-  WHERE "profile"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified"
   FROM "execution_profiles" "profile"
   WHERE "profile"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("profile"."name") ASC, "profile"."id" ASC
@@ -30,41 +30,43 @@ SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."descriptio
   OFFSET 0;
 -- parameters: ["%042%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on execution_profiles profile_1
---                   Recheck Cond: (name ~~* '%042%'::text)
---                   ->  Bitmap Index Scan on execution_profiles_name_trgm_idx
---                         Index Cond: (name ~~* '%042%'::text)
 --     ->  Sort
---           Sort Key: (lower(profile.name)), profile.id
+--           Sort Key: (lower(name)), id
 --           ->  Bitmap Heap Scan on execution_profiles profile
 --                 Recheck Cond: (name ~~* '%042%'::text)
 --                 ->  Bitmap Index Scan on execution_profiles_name_trgm_idx
 --                       Index Cond: (name ~~* '%042%'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "execution_profiles" "profile"
+  WHERE "profile"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%042%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on execution_profiles profile
+--           Recheck Cond: (name ~~* '%042%'::text)
+--           ->  Bitmap Index Scan on execution_profiles_name_trgm_idx
+--                 Index Cond: (name ~~* '%042%'::text)
+
 -- GET /execution-profiles/execprofiles?sort=-_created
 -- page read sorted: a small list
-SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "execution_profiles" "profile") AS "__total"
+SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified"
   FROM "execution_profiles" "profile"
   ORDER BY "profile"."created" DESC, "profile"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on execution_profiles profile_1
 --     ->  Index Scan Backward using execution_profiles_created_idx on execution_profiles profile
+
+SELECT COUNT(*) AS "count"
+  FROM "execution_profiles" "profile";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on execution_profiles profile
 
 -- GET /execution-profiles/execprofiles?hasBindingTo=<a namespace> (a user narrowed to one namespace)
 -- page read sorted: a small list
-SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "execution_profiles" "profile"
-  WHERE EXISTS (SELECT 1
-  FROM execution_profile_bindings b
-  WHERE b.execution_profile_id = "profile"."id" AND b.namespace_id = ANY($1))) AS "__total"
+SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."description" AS "description", "profile"."is_default" AS "isDefault", "profile"."environment" AS "environment", "profile"."constraints" AS "constraints", "profile"."properties" AS "properties", "profile"."version" AS "version", "profile"."created" AS "created", "profile"."modified" AS "modified"
   FROM "execution_profiles" "profile"
   WHERE EXISTS (SELECT 1
   FROM execution_profile_bindings b
@@ -74,15 +76,6 @@ SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."descriptio
   OFFSET 0;
 -- parameters: [["<id>"]]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  HashAggregate
---                         Group Key: b_1.execution_profile_id
---                         ->  Index Scan using execution_profile_bindings_namespace_id_idx on execution_profile_bindings b_1
---                               Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles profile_1
---                         Index Cond: (id = b_1.execution_profile_id)
 --     ->  Sort
 --           Sort Key: (lower(profile.name)), profile.id
 --           ->  Nested Loop
@@ -92,3 +85,18 @@ SELECT "profile"."id" AS "id", "profile"."name" AS "name", "profile"."descriptio
 --                             Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
 --                 ->  Index Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles profile
 --                       Index Cond: (id = b.execution_profile_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "execution_profiles" "profile"
+  WHERE EXISTS (SELECT 1
+  FROM execution_profile_bindings b
+  WHERE b.execution_profile_id = "profile"."id" AND b.namespace_id = ANY($1));
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: b.execution_profile_id
+--                 ->  Index Scan using execution_profile_bindings_namespace_id_idx on execution_profile_bindings b
+--                       Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles profile
+--                 Index Cond: (id = b.execution_profile_id)

@@ -2,14 +2,7 @@
 
 -- GET /execution-profiles/bindings
 -- page read sorted: a small list
-SELECT "binding".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
-         n.name AS "namespaceName", b.is_default AS "isDefault", b.version
- 
-  FROM execution_profile_bindings b
-  JOIN execution_profiles p ON p.id = b.execution_profile_id
-  JOIN namespaces n ON n.id = b.namespace_id) "binding") AS "__total"
+SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
          n.name AS "namespaceName", b.is_default AS "isDefault", b.version
@@ -22,17 +15,6 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Hash Join
---                   Hash Cond: (b_1.execution_profile_id = p_1.id)
---                   ->  Hash Join
---                         Hash Cond: (n_1.id = b_1.namespace_id)
---                         ->  Seq Scan on namespaces n_1
---                         ->  Hash
---                               ->  Seq Scan on execution_profile_bindings b_1
---                   ->  Hash
---                         ->  Seq Scan on execution_profiles p_1
 --     ->  Sort
 --           Sort Key: (lower(n.name)), b.id
 --           ->  Hash Join
@@ -45,17 +27,29 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
 --                 ->  Hash
 --                       ->  Seq Scan on execution_profiles p
 
--- GET /execution-profiles/bindings?filter[executionProfileId][EQ]=<a profile>
--- page read sorted: a small list
-SELECT "binding".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
          n.name AS "namespaceName", b.is_default AS "isDefault", b.version
  
   FROM execution_profile_bindings b
   JOIN execution_profiles p ON p.id = b.execution_profile_id
-  JOIN namespaces n ON n.id = b.namespace_id) "binding"
-  WHERE binding."executionProfileId" = $1) AS "__total"
+  JOIN namespaces n ON n.id = b.namespace_id) "binding";
+-- parameters: []
+--   Aggregate
+--     ->  Hash Join
+--           Hash Cond: (b.execution_profile_id = p.id)
+--           ->  Hash Join
+--                 Hash Cond: (n.id = b.namespace_id)
+--                 ->  Seq Scan on namespaces n
+--                 ->  Hash
+--                       ->  Seq Scan on execution_profile_bindings b
+--           ->  Hash
+--                 ->  Seq Scan on execution_profiles p
+
+-- GET /execution-profiles/bindings?filter[executionProfileId][EQ]=<a profile>
+-- page read sorted: a small list
+SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
          n.name AS "namespaceName", b.is_default AS "isDefault", b.version
@@ -69,16 +63,6 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         ->  Index Only Scan using execution_profile_bindings_unique_key on execution_profile_bindings b_1
---                               Index Cond: (execution_profile_id = '<id>'::uuid)
---                         ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles p_1
---                               Index Cond: (id = '<id>'::uuid)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = b_1.namespace_id)
 --     ->  Sort
 --           Sort Key: (lower(n.name)), b.id
 --           ->  Nested Loop
@@ -90,9 +74,7 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = b.namespace_id)
 
--- GET /execution-profiles/bindings?filter[namespaceId][EQ]=<a namespace>&sort=executionProfileId
--- page read sorted: a small list
-SELECT "binding".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
          n.name AS "namespaceName", b.is_default AS "isDefault", b.version
@@ -100,7 +82,21 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   FROM execution_profile_bindings b
   JOIN execution_profiles p ON p.id = b.execution_profile_id
   JOIN namespaces n ON n.id = b.namespace_id) "binding"
-  WHERE binding."namespaceId" = $1) AS "__total"
+  WHERE binding."executionProfileId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 ->  Index Only Scan using execution_profile_bindings_unique_key on execution_profile_bindings b
+--                       Index Cond: (execution_profile_id = '<id>'::uuid)
+--                 ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles p
+--                       Index Cond: (id = '<id>'::uuid)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = b.namespace_id)
+
+-- GET /execution-profiles/bindings?filter[namespaceId][EQ]=<a namespace>&sort=executionProfileId
+-- page read sorted: a small list
+SELECT "binding".*
   FROM (
   SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
          n.name AS "namespaceName", b.is_default AS "isDefault", b.version
@@ -114,16 +110,6 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         ->  Index Scan using execution_profile_bindings_namespace_id_idx on execution_profile_bindings b_1
---                               Index Cond: (namespace_id = '<id>'::uuid)
---                         ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles p_1
---                               Index Cond: (id = b_1.execution_profile_id)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = '<id>'::uuid)
 --     ->  Sort
 --           Sort Key: (lower(p.name)), b.id
 --           ->  Nested Loop
@@ -134,3 +120,23 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
 --                             Index Cond: (id = b.execution_profile_id)
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = '<id>'::uuid)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT b.id, b.execution_profile_id AS "executionProfileId", p.name AS "profileName", b.namespace_id AS "namespaceId",
+         n.name AS "namespaceName", b.is_default AS "isDefault", b.version
+ 
+  FROM execution_profile_bindings b
+  JOIN execution_profiles p ON p.id = b.execution_profile_id
+  JOIN namespaces n ON n.id = b.namespace_id) "binding"
+  WHERE binding."namespaceId" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 ->  Index Scan using execution_profile_bindings_namespace_id_idx on execution_profile_bindings b
+--                       Index Cond: (namespace_id = '<id>'::uuid)
+--                 ->  Index Only Scan using "PK_34efa63b87634d8806d2d107460" on execution_profiles p
+--                       Index Cond: (id = b.execution_profile_id)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = '<id>'::uuid)

@@ -2,11 +2,7 @@
 
 -- GET /libraries/definitions
 -- page read sorted: a small list
-SELECT "definition".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
- 
-  FROM library_definitions d JOIN namespaces n ON n.id = d.namespace_id) "definition") AS "__total"
+SELECT "definition".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
  
@@ -16,12 +12,6 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Seq Scan on library_definitions d_1
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: d.name, d.id
 --           ->  Nested Loop
@@ -29,14 +19,21 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 
--- GET /libraries/definitions?filter[name][SW]=sal&sort=-_modified
--- page read sorted: a small list
-SELECT "definition".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
  
-  FROM library_definitions d JOIN namespaces n ON n.id = d.namespace_id) "definition"
-  WHERE definition."name" ILIKE $1 ESCAPE '\') AS "__total"
+  FROM library_definitions d JOIN namespaces n ON n.id = d.namespace_id) "definition";
+-- parameters: []
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Seq Scan on library_definitions d
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+
+-- GET /libraries/definitions?filter[name][SW]=sal&sort=-_modified
+-- page read sorted: a small list
+SELECT "definition".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
  
@@ -47,13 +44,6 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["sal%"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Seq Scan on library_definitions d_1
---                         Filter: (name ~~* 'sal%'::text)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: d.modified DESC, d.id DESC
 --           ->  Nested Loop
@@ -62,14 +52,23 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 
--- GET /libraries/definitions?filter[namespace][IN]=default,other&filter[engine][EQ]=csv
--- page read sorted: a small list
-SELECT "definition".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
  
   FROM library_definitions d JOIN namespaces n ON n.id = d.namespace_id) "definition"
-  WHERE definition."namespaceName" = ANY($1) AND definition."engine" = $2) AS "__total"
+  WHERE definition."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["sal%"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Seq Scan on library_definitions d
+--                 Filter: (name ~~* 'sal%'::text)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+
+-- GET /libraries/definitions?filter[namespace][IN]=default,other&filter[engine][EQ]=csv
+-- page read sorted: a small list
+SELECT "definition".*
   FROM (
   SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
  
@@ -80,14 +79,6 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: [["default","other"],"csv"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Seq Scan on library_definitions d_1
---                         Filter: (engine = 'csv'::text)
---                   ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
---                         Filter: (name = ANY ('{default,other}'::text[]))
 --     ->  Sort
 --           Sort Key: d.name, d.id
 --           ->  Nested Loop
@@ -96,3 +87,18 @@ SELECT "definition".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 --                       Filter: (name = ANY ('{default,other}'::text[]))
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT d.id, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.name, d.engine, d.path, d.options, d.version, d.created, d.modified
+ 
+  FROM library_definitions d JOIN namespaces n ON n.id = d.namespace_id) "definition"
+  WHERE definition."namespaceName" = ANY($1) AND definition."engine" = $2;
+-- parameters: [["default","other"],"csv"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Seq Scan on library_definitions d
+--                 Filter: (engine = 'csv'::text)
+--           ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+--                 Filter: (name = ANY ('{default,other}'::text[]))

@@ -2,13 +2,7 @@
 
 -- GET /libraries/published
 -- page read sorted: a small list
-SELECT "library".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
-         d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
-         p.failed_worker_count AS "failedWorkerCount", to_char(p.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime"
- 
-  FROM published_libraries p JOIN library_definitions d ON d.id = p.definition_id JOIN namespaces n ON n.id = d.namespace_id) "library") AS "__total"
+SELECT "library".*
   FROM (
   SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
          d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
@@ -20,15 +14,6 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         Join Filter: (p_1.definition_id = d_1.id)
---                         ->  Seq Scan on published_libraries p_1
---                         ->  Seq Scan on library_definitions d_1
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: d.name, p.id
 --           ->  Nested Loop
@@ -39,16 +24,26 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 
--- GET /libraries/published?filter[name][ST]=sa&sort=-name
--- page read sorted: a small list
-SELECT "library".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
          d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
          p.failed_worker_count AS "failedWorkerCount", to_char(p.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime"
  
-  FROM published_libraries p JOIN library_definitions d ON d.id = p.definition_id JOIN namespaces n ON n.id = d.namespace_id) "library"
-  WHERE library."name" ILIKE $1 ESCAPE '\') AS "__total"
+  FROM published_libraries p JOIN library_definitions d ON d.id = p.definition_id JOIN namespaces n ON n.id = d.namespace_id) "library";
+-- parameters: []
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 Join Filter: (p.definition_id = d.id)
+--                 ->  Seq Scan on published_libraries p
+--                 ->  Seq Scan on library_definitions d
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+
+-- GET /libraries/published?filter[name][ST]=sa&sort=-name
+-- page read sorted: a small list
+SELECT "library".*
   FROM (
   SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
          d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
@@ -61,16 +56,6 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["sa%"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         Join Filter: (p_1.definition_id = d_1.id)
---                         ->  Seq Scan on published_libraries p_1
---                         ->  Seq Scan on library_definitions d_1
---                               Filter: (name ~~* 'sa%'::text)
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: d.name DESC, p.id DESC
 --           ->  Nested Loop
@@ -82,16 +67,28 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
 
--- GET /libraries/published (a user narrowed to one namespace)
--- page read sorted: a small list
-SELECT "library".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
          d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
          p.failed_worker_count AS "failedWorkerCount", to_char(p.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime"
  
   FROM published_libraries p JOIN library_definitions d ON d.id = p.definition_id JOIN namespaces n ON n.id = d.namespace_id) "library"
-  WHERE library."namespaceId" = ANY($1)) AS "__total"
+  WHERE library."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["sa%"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 Join Filter: (p.definition_id = d.id)
+--                 ->  Seq Scan on published_libraries p
+--                 ->  Seq Scan on library_definitions d
+--                       Filter: (name ~~* 'sa%'::text)
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)
+
+-- GET /libraries/published (a user narrowed to one namespace)
+-- page read sorted: a small list
+SELECT "library".*
   FROM (
   SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
          d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
@@ -104,16 +101,6 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: [["<id>"]]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Nested Loop
---                         Join Filter: (p_1.definition_id = d_1.id)
---                         ->  Seq Scan on published_libraries p_1
---                         ->  Seq Scan on library_definitions d_1
---                               Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n_1
---                         Index Cond: (id = d_1.namespace_id)
 --     ->  Sort
 --           Sort Key: d.name, p.id
 --           ->  Nested Loop
@@ -124,3 +111,22 @@ SELECT "library".*, (SELECT COUNT(*) AS "count"
 --                             Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                       Index Cond: (id = d.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT p.id, p.definition_id AS "libraryDefinitionId", d.name, d.namespace_id AS "namespaceId", n.name AS "namespaceName", d.engine, d.path,
+         d.options, p.execution_profile_id AS "executionProfileId", p.workers, p.publisher_id AS "publisherId", p.publisher_name AS "publisherName",
+         p.failed_worker_count AS "failedWorkerCount", to_char(p.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime"
+ 
+  FROM published_libraries p JOIN library_definitions d ON d.id = p.definition_id JOIN namespaces n ON n.id = d.namespace_id) "library"
+  WHERE library."namespaceId" = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Nested Loop
+--                 Join Filter: (p.definition_id = d.id)
+--                 ->  Seq Scan on published_libraries p
+--                 ->  Seq Scan on library_definitions d
+--                       Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
+--                 Index Cond: (id = d.namespace_id)

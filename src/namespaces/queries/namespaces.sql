@@ -2,27 +2,27 @@
 
 -- GET /namespaces
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace") AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on namespaces namespace_1
 --     ->  Incremental Sort
---           Sort Key: (lower(namespace.name)), namespace.id
---           Presorted Key: (lower(namespace.name))
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
 --           ->  Index Scan using namespaces_name_lower_key on namespaces namespace
+
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on namespaces namespace
 
 -- GET /namespaces?filter[name][CO]=data&sort=-_created&page[limit]=50
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace"
-  WHERE "namespace"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY "namespace"."created" DESC, "namespace"."id" DESC
@@ -30,20 +30,22 @@ SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."desc
   OFFSET 0;
 -- parameters: ["%data%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on namespaces namespace_1
---                   Recheck Cond: (name ~~* '%data%'::text)
---                   ->  Bitmap Index Scan on namespaces_name_trgm_idx
---                         Index Cond: (name ~~* '%data%'::text)
 --     ->  Index Scan Backward using namespaces_created_idx on namespaces namespace
 --           Filter: (name ~~* '%data%'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace"
+  WHERE "namespace"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%data%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on namespaces namespace
+--           Recheck Cond: (name ~~* '%data%'::text)
+--           ->  Bitmap Index Scan on namespaces_name_trgm_idx
+--                 Index Cond: (name ~~* '%data%'::text)
+
 -- GET /namespaces?filter[name][CO]=00042-data
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace"
-  WHERE "namespace"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
@@ -51,24 +53,26 @@ SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."desc
   OFFSET 0;
 -- parameters: ["%00042-data%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on namespaces namespace_1
---                   Recheck Cond: (name ~~* '%00042-data%'::text)
---                   ->  Bitmap Index Scan on namespaces_name_trgm_idx
---                         Index Cond: (name ~~* '%00042-data%'::text)
 --     ->  Sort
---           Sort Key: (lower(namespace.name)), namespace.id
+--           Sort Key: (lower(name)), id
 --           ->  Bitmap Heap Scan on namespaces namespace
 --                 Recheck Cond: (name ~~* '%00042-data%'::text)
 --                 ->  Bitmap Index Scan on namespaces_name_trgm_idx
 --                       Index Cond: (name ~~* '%00042-data%'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace"
+  WHERE "namespace"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%00042-data%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on namespaces namespace
+--           Recheck Cond: (name ~~* '%00042-data%'::text)
+--           ->  Bitmap Index Scan on namespaces_name_trgm_idx
+--                 Index Cond: (name ~~* '%00042-data%'::text)
+
 -- GET /namespaces?filter[name][SW]=team-0004
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace"
-  WHERE "namespace"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
@@ -76,24 +80,26 @@ SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."desc
   OFFSET 0;
 -- parameters: ["team-0004%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on namespaces namespace_1
---                   Recheck Cond: (name ~~* 'team-0004%'::text)
---                   ->  Bitmap Index Scan on namespaces_name_trgm_idx
---                         Index Cond: (name ~~* 'team-0004%'::text)
 --     ->  Sort
---           Sort Key: (lower(namespace.name)), namespace.id
+--           Sort Key: (lower(name)), id
 --           ->  Bitmap Heap Scan on namespaces namespace
 --                 Recheck Cond: (name ~~* 'team-0004%'::text)
 --                 ->  Bitmap Index Scan on namespaces_name_trgm_idx
 --                       Index Cond: (name ~~* 'team-0004%'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace"
+  WHERE "namespace"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["team-0004%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on namespaces namespace
+--           Recheck Cond: (name ~~* 'team-0004%'::text)
+--           ->  Bitmap Index Scan on namespaces_name_trgm_idx
+--                 Index Cond: (name ~~* 'team-0004%'::text)
+
 -- GET /namespaces?filter[_created][GT]=<the last thousand>&sort=-_created
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace"
-  WHERE "namespace"."created" > CAST($1 AS timestamptz)) AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."created" > CAST($1 AS timestamptz)
   ORDER BY "namespace"."created" DESC, "namespace"."id" DESC
@@ -101,51 +107,57 @@ SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."desc
   OFFSET 0;
 -- parameters: ["2026-01-01T02:30:00.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using namespaces_created_idx on namespaces namespace_1
---                   Index Cond: (created > '2026-01-01 02:30:00+00'::timestamp with time zone)
 --     ->  Index Scan Backward using namespaces_created_idx on namespaces namespace
+--           Index Cond: (created > '2026-01-01 02:30:00+00'::timestamp with time zone)
+
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace"
+  WHERE "namespace"."created" > CAST($1 AS timestamptz);
+-- parameters: ["2026-01-01T02:30:00.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using namespaces_created_idx on namespaces namespace
 --           Index Cond: (created > '2026-01-01 02:30:00+00'::timestamp with time zone)
 
 -- GET /namespaces?sort=-_modified
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace") AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY "namespace"."modified" DESC, "namespace"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on namespaces namespace_1
 --     ->  Index Scan Backward using namespaces_modified_idx on namespaces namespace
+
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on namespaces namespace
 
 -- GET /namespaces?page[offset]=9000
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace") AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
   LIMIT 100
   OFFSET 9000;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on namespaces namespace_1
 --     ->  Incremental Sort
---           Sort Key: (lower(namespace.name)), namespace.id
---           Presorted Key: (lower(namespace.name))
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
 --           ->  Index Scan using namespaces_name_lower_key on namespaces namespace
+
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on namespaces namespace
 
 -- GET /namespaces (a user narrowed to one namespace)
 -- page read sorted: a small list
-SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "namespaces" "namespace"
-  WHERE "namespace"."id" = ANY($1)) AS "__total"
+SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."description" AS "description", "namespace"."is_default" AS "isDefault", to_char("namespace"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("namespace"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "namespaces" "namespace"
   WHERE "namespace"."id" = ANY($1)
   ORDER BY lower("namespace"."name") ASC, "namespace"."id" ASC
@@ -153,11 +165,15 @@ SELECT "namespace"."id" AS "id", "namespace"."name" AS "name", "namespace"."desc
   OFFSET 0;
 -- parameters: [["<id>"]]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces namespace_1
---                   Index Cond: (id = ANY ('{<id>}'::uuid[]))
 --     ->  Sort
---           Sort Key: (lower(namespace.name)), namespace.id
+--           Sort Key: (lower(name)), id
 --           ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces namespace
 --                 Index Cond: (id = ANY ('{<id>}'::uuid[]))
+
+SELECT COUNT(*) AS "count"
+  FROM "namespaces" "namespace"
+  WHERE "namespace"."id" = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Index Only Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces namespace
+--           Index Cond: (id = ANY ('{<id>}'::uuid[]))

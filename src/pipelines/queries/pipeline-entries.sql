@@ -4,49 +4,51 @@
 -- page read sorted: unfiltered, along the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts") AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   ORDER BY lower("entry"."name") COLLATE "C" ASC, "entry"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
 --     ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+
 -- GET /pipelines/entries?page[limit]=1000
 -- page read sorted: unfiltered, along the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts") AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   ORDER BY lower("entry"."name") COLLATE "C" ASC, "entry"."id" ASC
   LIMIT 1000
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
 --     ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+
 -- GET /pipelines/entries?filter[name][EQ]=pipeline-424242
 -- page read by keys: the sort's index does not serve name in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."name" = $1) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -59,32 +61,34 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on pipeline_entries entry_1
---                   Recheck Cond: (name = 'pipeline-424242'::text)
---                   ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
---                         Index Cond: (name = 'pipeline-424242'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: ((lower(entry_2.name))::text) COLLATE "C", entry_2.id
---                   ->  Bitmap Heap Scan on pipeline_entries entry_2
+--                   Sort Key: ((lower(entry_1.name))::text) COLLATE "C", entry_1.id
+--                   ->  Bitmap Heap Scan on pipeline_entries entry_1
 --                         Recheck Cond: (name = 'pipeline-424242'::text)
 --                         ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
 --                               Index Cond: (name = 'pipeline-424242'::text)
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."name" = $1;
+-- parameters: ["pipeline-424242"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on pipeline_entries entry
+--           Recheck Cond: (name = 'pipeline-424242'::text)
+--           ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
+--                 Index Cond: (name = 'pipeline-424242'::text)
 
 -- GET /pipelines/entries?filter[name][CO]=42424
 -- page read by keys: the sort's index does not serve name in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."name" ILIKE $1 ESCAPE '\') AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -97,32 +101,34 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on pipeline_entries entry_1
---                   Recheck Cond: (name ~~* '%42424%'::text)
---                   ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
---                         Index Cond: (name ~~* '%42424%'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: ((lower(entry_2.name))::text) COLLATE "C", entry_2.id
---                   ->  Bitmap Heap Scan on pipeline_entries entry_2
+--                   Sort Key: ((lower(entry_1.name))::text) COLLATE "C", entry_1.id
+--                   ->  Bitmap Heap Scan on pipeline_entries entry_1
 --                         Recheck Cond: (name ~~* '%42424%'::text)
 --                         ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
 --                               Index Cond: (name ~~* '%42424%'::text)
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%42424%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on pipeline_entries entry
+--           Recheck Cond: (name ~~* '%42424%'::text)
+--           ->  Bitmap Index Scan on pipeline_entries_name_trgm_idx
+--                 Index Cond: (name ~~* '%42424%'::text)
 
 -- GET /pipelines/entries?filter[name][ST]=pipeline-4242
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE lower("entry"."name") COLLATE "C" LIKE lower($1) ESCAPE '\') AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE lower("entry"."name") COLLATE "C" LIKE lower($1) ESCAPE '\'
   ORDER BY lower("entry"."name") COLLATE "C" ASC, "entry"."id" ASC
@@ -130,11 +136,6 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
   OFFSET 0;
 -- parameters: ["pipeline-4242%"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry_1
---                   Index Cond: (((lower(name))::text >= 'pipeline-4242'::text) AND ((lower(name))::text < 'pipeline-4243'::text))
---                   Filter: ((lower(name))::text ~~ 'pipeline-4242%'::text)
 --     ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry
 --           Index Cond: (((lower(name))::text >= 'pipeline-4242'::text) AND ((lower(name))::text < 'pipeline-4243'::text))
 --           Filter: ((lower(name))::text ~~ 'pipeline-4242%'::text)
@@ -142,13 +143,20 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE lower("entry"."name") COLLATE "C" LIKE lower($1) ESCAPE '\';
+-- parameters: ["pipeline-4242%"]
+--   Aggregate
+--     ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry
+--           Index Cond: (((lower(name))::text >= 'pipeline-4242'::text) AND ((lower(name))::text < 'pipeline-4243'::text))
+--           Filter: ((lower(name))::text ~~ 'pipeline-4242%'::text)
+
 -- GET /pipelines/entries?filter[folderId][EQ]=<a folder>
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."folder_id" = $1) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."folder_id" = $1
   ORDER BY lower("entry"."name") COLLATE "C" ASC, "entry"."id" ASC
@@ -156,23 +164,25 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_entries_folder_name_idx on pipeline_entries entry_1
---                   Index Cond: (folder_id = '<id>'::uuid)
 --     ->  Index Scan using pipeline_entries_folder_name_idx on pipeline_entries entry
 --           Index Cond: (folder_id = '<id>'::uuid)
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."folder_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_entries_folder_name_idx on pipeline_entries entry
+--           Index Cond: (folder_id = '<id>'::uuid)
+
 -- GET /pipelines/entries?filter[folderPath][EQ]=/
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."folder_path" = $1) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."folder_path" = $1
   ORDER BY lower("entry"."name") COLLATE "C" ASC, "entry"."id" ASC
@@ -180,23 +190,25 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
   OFFSET 0;
 -- parameters: ["/"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry_1
---                   Index Cond: (folder_path = '/'::text)
 --     ->  Index Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry
 --           Index Cond: (folder_path = '/'::text)
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."folder_path" = $1;
+-- parameters: ["/"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry
+--           Index Cond: (folder_path = '/'::text)
+
 -- GET /pipelines/entries?filter[folderPath][EQ]=/folder-42&sort=-_created
 -- page read by keys: the sort's index does not serve folderPath in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."folder_path" = $1) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -209,30 +221,32 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: entry.created DESC, entry.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry_1
---                   Index Cond: (folder_path = '/folder-42'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: entry_2.created DESC, entry_2.id DESC
---                   ->  Bitmap Heap Scan on pipeline_entries entry_2
+--                   Sort Key: entry_1.created DESC, entry_1.id DESC
+--                   ->  Bitmap Heap Scan on pipeline_entries entry_1
 --                         Recheck Cond: (folder_path = '/folder-42'::text)
 --                         ->  Bitmap Index Scan on pipeline_entries_folder_path_name_idx
 --                               Index Cond: (folder_path = '/folder-42'::text)
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."folder_path" = $1;
+-- parameters: ["/folder-42"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry
+--           Index Cond: (folder_path = '/folder-42'::text)
 
 -- GET /pipelines/entries?filter[_type][EQ]=Folder
 -- page read by keys: the sort's index does not serve _type in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts"
-  WHERE counts.type = $1) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -245,26 +259,28 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
---                   Filter: (type = 'Folder'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry_1
 --                   Filter: (type = 'Folder'::text)
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts"
+  WHERE counts.type = $1;
+-- parameters: ["Folder"]
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+--           Filter: (type = 'Folder'::text)
 
 -- GET /pipelines/entries?filter[_id][IN]=<a folder and a pipeline>
 -- page read by keys: the sort's index does not serve _id in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."id" = ANY($1)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -277,28 +293,30 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry_1
---                   Index Cond: (id = ANY ('{<id>,<id>}'::uuid[]))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: ((lower(entry_2.name))::text) COLLATE "C", entry_2.id
---                   ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry_2
+--                   Sort Key: ((lower(entry_1.name))::text) COLLATE "C", entry_1.id
+--                   ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry_1
 --                         Index Cond: (id = ANY ('{<id>,<id>}'::uuid[]))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."id" = ANY($1);
+-- parameters: [["<id>","<id>"]]
+--   Aggregate
+--     ->  Index Only Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
+--           Index Cond: (id = ANY ('{<id>,<id>}'::uuid[]))
 
 -- GET /pipelines/entries?filter[_created][GT]=<the last thousand>&sort=-_created
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."created" > CAST($1 AS timestamptz)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."created" > CAST($1 AS timestamptz)
   ORDER BY "entry"."created" DESC, "entry"."id" DESC
@@ -306,23 +324,25 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
   OFFSET 0;
 -- parameters: ["2026-01-12T13:30:00.000Z"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_entries_created_idx on pipeline_entries entry_1
---                   Index Cond: (created > '2026-01-12 13:30:00+00'::timestamp with time zone)
 --     ->  Index Scan Backward using pipeline_entries_created_idx on pipeline_entries entry
 --           Index Cond: (created > '2026-01-12 13:30:00+00'::timestamp with time zone)
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."created" > CAST($1 AS timestamptz);
+-- parameters: ["2026-01-12T13:30:00.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_entries_created_idx on pipeline_entries entry
+--           Index Cond: (created > '2026-01-12 13:30:00+00'::timestamp with time zone)
+
 -- GET /pipelines/entries?filter[_modified][LT]=<early>&sort=_modified
 -- page read sorted: its filters are a prefix or a range of the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."modified" < CAST($1 AS timestamptz)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."modified" < CAST($1 AS timestamptz)
   ORDER BY "entry"."modified" ASC, "entry"."id" ASC
@@ -330,35 +350,41 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
   OFFSET 0;
 -- parameters: ["2026-01-01T13:53:20.000Z"]
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_entries_modified_idx on pipeline_entries entry_1
---                   Index Cond: (modified < '2026-01-01 13:53:20+00'::timestamp with time zone)
 --     ->  Index Scan using pipeline_entries_modified_idx on pipeline_entries entry
 --           Index Cond: (modified < '2026-01-01 13:53:20+00'::timestamp with time zone)
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."modified" < CAST($1 AS timestamptz);
+-- parameters: ["2026-01-01T13:53:20.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_entries_modified_idx on pipeline_entries entry
+--           Index Cond: (modified < '2026-01-01 13:53:20+00'::timestamp with time zone)
+
 -- GET /pipelines/entries?sort=-_modified
 -- page read sorted: unfiltered, along the sort's index
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts") AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   ORDER BY "entry"."modified" DESC, "entry"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
 --     ->  Index Scan Backward using pipeline_entries_modified_idx on pipeline_entries entry
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
 
 -- GET /pipelines/entries?page[offset]=900000
 SELECT coalesce(sum(counts.n), 0) AS "count"
@@ -394,9 +420,7 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts"
-  WHERE counts.namespace_id = ANY($1)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -409,58 +433,62 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
---                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry_1
 --                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts"
+  WHERE counts.namespace_id = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+--           Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 
 -- GET /pipelines/entries?filter[namespace][IN]=seed-ns-03,seed-ns-04&filter[_type][EQ]=Pipeline&sort=-_created
 -- page read by keys: the sort's index does not serve _type in its order
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts"
-  WHERE counts.type = $1 AND counts.namespace_id = ANY($2)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
-  WHERE "entry"."namespace_id" = ANY($2) AND "entry"."type" = $1
+  WHERE "entry"."namespace_id" = ANY($1) AND "entry"."type" = $2
   ORDER BY "entry"."created" DESC, "entry"."id" DESC
   LIMIT 100
   OFFSET 0))
   ORDER BY "entry"."created" DESC, "entry"."id" DESC;
--- parameters: ["Pipeline",["<id>","<id>"]]
+-- parameters: [["<id>","<id>"],"Pipeline"]
 --   Sort
 --     Sort Key: entry.created DESC, entry.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
---                   Filter: ((namespace_id = ANY ('{<id>,<id>}'::uuid[])) AND (type = 'Pipeline'::text))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Scan Backward using pipeline_entries_created_idx on pipeline_entries entry_1
 --                   Filter: ((namespace_id = ANY ('{<id>,<id>}'::uuid[])) AND (type = 'Pipeline'::text))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts"
+  WHERE counts.type = $1 AND counts.namespace_id = ANY($2);
+-- parameters: ["Pipeline",["<id>","<id>"]]
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+--           Filter: ((namespace_id = ANY ('{<id>,<id>}'::uuid[])) AND (type = 'Pipeline'::text))
 
 -- GET /pipelines/entries (a user narrowed to one namespace)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts"
-  WHERE counts.namespace_id = ANY($1)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -473,26 +501,28 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
---                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Scan using pipeline_entries_name_lower_idx on pipeline_entries entry_1
 --                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts"
+  WHERE counts.namespace_id = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+--           Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 
 -- GET /pipelines/entries?sort=-_created (a user narrowed to one namespace)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT coalesce(sum(counts.n), 0) AS "count"
-  FROM "pipeline_entry_counts" "counts"
-  WHERE counts.namespace_id = ANY($1)) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -505,26 +535,28 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: entry.created DESC, entry.id DESC
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Seq Scan on pipeline_entry_counts counts
---                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---     InitPlan 3 (returns $2)
 --       ->  Limit
 --             ->  Index Scan Backward using pipeline_entries_created_idx on pipeline_entries entry_1
 --                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT coalesce(sum(counts.n), 0) AS "count"
+  FROM "pipeline_entry_counts" "counts"
+  WHERE counts.namespace_id = ANY($1);
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Seq Scan on pipeline_entry_counts counts
+--           Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 
 -- GET /pipelines/entries?filter[folderPath][EQ]=/ (a user narrowed to one namespace)
 -- page read by keys: narrowed by access (or by the operation)
 SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."type" AS "type", "entry"."name" AS "name", "entry"."folder_id" AS "folderId", "entry"."folder_path" AS "folderPath", "entry"."spec" AS "spec", "entry"."version" AS "version", (SELECT n.name
   FROM namespaces n
-  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_entries" "entry"
-  WHERE "entry"."namespace_id" = ANY($1) AND "entry"."folder_path" = $2) AS "__total"
+  WHERE n.id = "entry"."namespace_id") AS "namespaceName", to_char("entry"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("entry"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified"
   FROM "pipeline_entries" "entry"
   WHERE "entry"."id" = ANY(ARRAY(SELECT "entry"."id" AS "key"
   FROM "pipeline_entries" "entry"
@@ -537,21 +569,25 @@ SELECT "entry"."id" AS "id", "entry"."namespace_id" AS "namespaceId", "entry"."t
 --   Sort
 --     Sort Key: ((lower(entry.name))::text) COLLATE "C", entry.id
 --     InitPlan 2 (returns $1)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on pipeline_entries entry_1
---                   Recheck Cond: ((namespace_id = ANY ('{<id>}'::uuid[])) AND (folder_path = '/'::text))
---                   ->  BitmapAnd
---                         ->  Bitmap Index Scan on pipeline_entries_namespace_created_idx
---                               Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
---                         ->  Bitmap Index Scan on pipeline_entries_folder_path_name_idx
---                               Index Cond: (folder_path = '/'::text)
---     InitPlan 3 (returns $2)
 --       ->  Limit
---             ->  Index Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry_2
+--             ->  Index Scan using pipeline_entries_folder_path_name_idx on pipeline_entries entry_1
 --                   Index Cond: (folder_path = '/'::text)
 --                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries entry
---           Index Cond: (id = ANY ($2))
+--           Index Cond: (id = ANY ($1))
 --           SubPlan 1
 --             ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces n
 --                   Index Cond: (id = entry.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_entries" "entry"
+  WHERE "entry"."namespace_id" = ANY($1) AND "entry"."folder_path" = $2;
+-- parameters: [["<id>"],"/"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on pipeline_entries entry
+--           Recheck Cond: ((namespace_id = ANY ('{<id>}'::uuid[])) AND (folder_path = '/'::text))
+--           ->  BitmapAnd
+--                 ->  Bitmap Index Scan on pipeline_entries_namespace_created_idx
+--                       Index Cond: (namespace_id = ANY ('{<id>}'::uuid[]))
+--                 ->  Bitmap Index Scan on pipeline_entries_folder_path_name_idx
+--                       Index Cond: (folder_path = '/'::text)

@@ -2,9 +2,7 @@
 
 -- GET /pipelines/entries/{id}/triggers
 -- page read sorted: a small list
-SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_triggers" "trigger"
-  WHERE "trigger"."pipeline_id" = $1) AS "__total"
+SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered"
   FROM "pipeline_triggers" "trigger"
   WHERE "trigger"."pipeline_id" = $1
   ORDER BY "trigger"."created" ASC, "trigger"."id" ASC
@@ -12,22 +10,24 @@ SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_triggers_pipeline_modified_idx on pipeline_triggers trigger_1
---                   Index Cond: (pipeline_id = '<id>'::uuid)
 --     ->  Sort
---           Sort Key: trigger.created, trigger.id
+--           Sort Key: created, id
 --           ->  Bitmap Heap Scan on pipeline_triggers trigger
 --                 Recheck Cond: (pipeline_id = '<id>'::uuid)
 --                 ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
 --                       Index Cond: (pipeline_id = '<id>'::uuid)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_triggers" "trigger"
+  WHERE "trigger"."pipeline_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_triggers_pipeline_modified_idx on pipeline_triggers trigger
+--           Index Cond: (pipeline_id = '<id>'::uuid)
+
 -- GET /pipelines/entries/{id}/triggers?sort=-modified
 -- page read sorted: a small list
-SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_triggers" "trigger"
-  WHERE "trigger"."pipeline_id" = $1) AS "__total"
+SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered"
   FROM "pipeline_triggers" "trigger"
   WHERE "trigger"."pipeline_id" = $1
   ORDER BY "trigger"."modified" DESC, "trigger"."id" DESC
@@ -35,22 +35,24 @@ SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_triggers_pipeline_modified_idx on pipeline_triggers trigger_1
---                   Index Cond: (pipeline_id = '<id>'::uuid)
 --     ->  Sort
---           Sort Key: trigger.modified DESC, trigger.id DESC
+--           Sort Key: modified DESC, id DESC
 --           ->  Bitmap Heap Scan on pipeline_triggers trigger
 --                 Recheck Cond: (pipeline_id = '<id>'::uuid)
 --                 ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
 --                       Index Cond: (pipeline_id = '<id>'::uuid)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_triggers" "trigger"
+  WHERE "trigger"."pipeline_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_triggers_pipeline_modified_idx on pipeline_triggers trigger
+--           Index Cond: (pipeline_id = '<id>'::uuid)
+
 -- GET /pipelines/entries/{id}/triggers?filter[type][EQ]=File
 -- page read sorted: a small list
-SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_triggers" "trigger"
-  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."type" = $2) AS "__total"
+SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered"
   FROM "pipeline_triggers" "trigger"
   WHERE "trigger"."pipeline_id" = $1 AND "trigger"."type" = $2
   ORDER BY "trigger"."created" ASC, "trigger"."id" ASC
@@ -58,26 +60,28 @@ SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger
   OFFSET 0;
 -- parameters: ["<id>","File"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on pipeline_triggers trigger_1
---                   Recheck Cond: (pipeline_id = '<id>'::uuid)
---                   Filter: (type = 'File'::text)
---                   ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
---                         Index Cond: (pipeline_id = '<id>'::uuid)
 --     ->  Sort
---           Sort Key: trigger.created, trigger.id
+--           Sort Key: created, id
 --           ->  Bitmap Heap Scan on pipeline_triggers trigger
 --                 Recheck Cond: (pipeline_id = '<id>'::uuid)
 --                 Filter: (type = 'File'::text)
 --                 ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
 --                       Index Cond: (pipeline_id = '<id>'::uuid)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_triggers" "trigger"
+  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."type" = $2;
+-- parameters: ["<id>","File"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on pipeline_triggers trigger
+--           Recheck Cond: (pipeline_id = '<id>'::uuid)
+--           Filter: (type = 'File'::text)
+--           ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
+--                 Index Cond: (pipeline_id = '<id>'::uuid)
+
 -- GET /pipelines/entries/{id}/triggers?filter[disabled][EQ]=true&sort=-created
 -- page read sorted: a small list
-SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_triggers" "trigger"
-  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."disabled" = $2) AS "__total"
+SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered"
   FROM "pipeline_triggers" "trigger"
   WHERE "trigger"."pipeline_id" = $1 AND "trigger"."disabled" = $2
   ORDER BY "trigger"."created" DESC, "trigger"."id" DESC
@@ -85,26 +89,28 @@ SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger
   OFFSET 0;
 -- parameters: ["<id>",true]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on pipeline_triggers trigger_1
---                   Recheck Cond: (pipeline_id = '<id>'::uuid)
---                   Filter: disabled
---                   ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
---                         Index Cond: (pipeline_id = '<id>'::uuid)
 --     ->  Sort
---           Sort Key: trigger.created DESC, trigger.id DESC
+--           Sort Key: created DESC, id DESC
 --           ->  Bitmap Heap Scan on pipeline_triggers trigger
 --                 Recheck Cond: (pipeline_id = '<id>'::uuid)
 --                 Filter: disabled
 --                 ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
 --                       Index Cond: (pipeline_id = '<id>'::uuid)
 
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_triggers" "trigger"
+  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."disabled" = $2;
+-- parameters: ["<id>",true]
+--   Aggregate
+--     ->  Bitmap Heap Scan on pipeline_triggers trigger
+--           Recheck Cond: (pipeline_id = '<id>'::uuid)
+--           Filter: disabled
+--           ->  Bitmap Index Scan on pipeline_triggers_pipeline_modified_idx
+--                 Index Cond: (pipeline_id = '<id>'::uuid)
+
 -- GET /pipelines/entries/{id}/triggers?filter[created][GT]=<the last 50>
 -- page read sorted: a small list
-SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_triggers" "trigger"
-  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."created" > CAST($2 AS timestamptz)) AS "__total"
+SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger"."owner_id" AS "ownerId", "trigger"."type" AS "type", "trigger"."disabled" AS "disabled", "trigger"."spec" AS "spec", "trigger"."execution_profile_id" AS "executionProfileId", "trigger"."version" AS "version", to_char("trigger"."created" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "created", to_char("trigger"."modified" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "modified", to_char("trigger"."last_triggered" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastTriggered"
   FROM "pipeline_triggers" "trigger"
   WHERE "trigger"."pipeline_id" = $1 AND "trigger"."created" > CAST($2 AS timestamptz)
   ORDER BY "trigger"."created" ASC, "trigger"."id" ASC
@@ -112,13 +118,17 @@ SELECT "trigger"."id" AS "id", "trigger"."pipeline_id" AS "pipelineId", "trigger
   OFFSET 0;
 -- parameters: ["<id>","2026-01-01T00:01:15.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_triggers_pipeline_created_idx on pipeline_triggers trigger_1
---                   Index Cond: ((pipeline_id = '<id>'::uuid) AND (created > '2026-01-01 00:01:15+00'::timestamp with time zone))
 --     ->  Sort
---           Sort Key: trigger.created, trigger.id
+--           Sort Key: created, id
 --           ->  Bitmap Heap Scan on pipeline_triggers trigger
 --                 Recheck Cond: ((pipeline_id = '<id>'::uuid) AND (created > '2026-01-01 00:01:15+00'::timestamp with time zone))
 --                 ->  Bitmap Index Scan on pipeline_triggers_pipeline_created_idx
 --                       Index Cond: ((pipeline_id = '<id>'::uuid) AND (created > '2026-01-01 00:01:15+00'::timestamp with time zone))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_triggers" "trigger"
+  WHERE "trigger"."pipeline_id" = $1 AND "trigger"."created" > CAST($2 AS timestamptz);
+-- parameters: ["<id>","2026-01-01T00:01:15.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_triggers_pipeline_created_idx on pipeline_triggers trigger
+--           Index Cond: ((pipeline_id = '<id>'::uuid) AND (created > '2026-01-01 00:01:15+00'::timestamp with time zone))

@@ -2,9 +2,7 @@
 
 -- GET /pipelines/triggers/{triggerId}/firings
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -17,21 +15,23 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_id = '<id>'::uuid)
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: (trigger_id = '<id>'::uuid)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_id = '<id>'::uuid)
 
 -- GET /pipelines/triggers/{triggerId}/firings?sort=triggerTime
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -44,21 +44,23 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time, firing.id
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_id = '<id>'::uuid)
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: (trigger_id = '<id>'::uuid)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_id = '<id>'::uuid)
 
 -- GET /pipelines/triggers/{triggerId}/firings?filter[triggerTime][GT]=<last day>
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1 AND "firing"."trigger_time" > CAST($2 AS timestamptz)) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -71,21 +73,23 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
---                   Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone))
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone))
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1 AND "firing"."trigger_time" > CAST($2 AS timestamptz);
+-- parameters: ["<id>","2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing
+--           Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone))
 
 -- GET /pipelines/triggers/{triggerId}/firings?filter[triggerTime][LT]=<early>&sort=-triggerTime
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1 AND "firing"."trigger_time" < CAST($2 AS timestamptz)) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -98,21 +102,23 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
---                   Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone))
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone))
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1 AND "firing"."trigger_time" < CAST($2 AS timestamptz);
+-- parameters: ["<id>","2026-01-12T13:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing
+--           Index Cond: ((trigger_id = '<id>'::uuid) AND (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone))
 
 -- GET /pipelines/triggers/{triggerId}/firings?page[offset]=50
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -125,57 +131,63 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_id = '<id>'::uuid)
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: (trigger_id = '<id>'::uuid)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_id = '<id>'::uuid)
 
 -- GET /pipelines/firings
 -- page read sorted: unfiltered, along the sort's index
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing") AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   ORDER BY "firing"."trigger_time" DESC, "firing"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Seq Scan on pipeline_trigger_firings firing_1
 --     ->  Index Scan Backward using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Seq Scan on pipeline_trigger_firings firing
 
 -- GET /pipelines/firings?sort=triggerId
 -- page read sorted: unfiltered, along the sort's index
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing") AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   ORDER BY "firing"."trigger_id" ASC, "firing"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Seq Scan on pipeline_trigger_firings firing_1
 --     ->  Index Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Seq Scan on pipeline_trigger_firings firing
 
 -- GET /pipelines/firings?filter[triggerId][EQ]=<a trigger>
 -- page read by keys: the sort's index does not serve triggerId in its order
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" = $1) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -188,21 +200,23 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_id = '<id>'::uuid)
---     InitPlan 2 (returns $1)
 --       ->  Limit
---             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
+--             ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
 --                   Index Cond: (trigger_id = '<id>'::uuid)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_id = '<id>'::uuid)
 
 -- GET /pipelines/firings?filter[triggerTime][GT]=<last day>
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_time" > CAST($1 AS timestamptz)) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."trigger_time" > CAST($1 AS timestamptz)
   ORDER BY "firing"."trigger_time" DESC, "firing"."id" DESC
@@ -210,18 +224,20 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
   OFFSET 0;
 -- parameters: ["2026-04-25T17:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --     ->  Index Scan Backward using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_time" > CAST($1 AS timestamptz);
+-- parameters: ["2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing
 --           Index Cond: (trigger_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
 -- GET /pipelines/firings?filter[triggerTime][LT]=<early>&sort=triggerTime
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_time" < CAST($1 AS timestamptz)) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."trigger_time" < CAST($1 AS timestamptz)
   ORDER BY "firing"."trigger_time" ASC, "firing"."id" ASC
@@ -229,11 +245,15 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
   OFFSET 0;
 -- parameters: ["2026-01-12T13:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing_1
---                   Index Cond: (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --     ->  Index Scan using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing
+--           Index Cond: (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_time" < CAST($1 AS timestamptz);
+-- parameters: ["2026-01-12T13:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using pipeline_trigger_firings_time_idx on pipeline_trigger_firings firing
 --           Index Cond: (trigger_time < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
 -- GET /pipelines/firings?page[offset]=900000
@@ -266,11 +286,7 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 
 -- GET /pipelines/firings (a user narrowed to one namespace)
 -- page read by keys: narrowed by access (or by the operation)
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
-  FROM "pipeline_trigger_firings" "firing"
-  WHERE "firing"."trigger_id" IN (SELECT "scoped"."id" AS "scoped_id"
-  FROM "pipeline_triggers" "scoped" INNER JOIN "pipeline_entries" "scoped_entry" ON "scoped_entry"."id" = "scoped"."pipeline_id"
-  WHERE "scoped_entry"."namespace_id" = ANY($1))) AS "__total"
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -285,47 +301,49 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $2)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  HashAggregate
---                         Group Key: scoped.id
---                         ->  Nested Loop
---                               ->  Seq Scan on pipeline_triggers scoped
---                               ->  Memoize
---                                     Cache Key: scoped.pipeline_id
---                                     Cache Mode: logical
---                                     ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry
---                                           Index Cond: (id = scoped.pipeline_id)
---                                           Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                         Index Cond: (trigger_id = scoped.id)
---     InitPlan 2 (returns $5)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: firing_2.trigger_time DESC, firing_2.id DESC
+--                   Sort Key: firing_1.trigger_time DESC, firing_1.id DESC
 --                   ->  Nested Loop
 --                         ->  HashAggregate
---                               Group Key: scoped_1.id
+--                               Group Key: scoped.id
 --                               ->  Nested Loop
---                                     ->  Seq Scan on pipeline_triggers scoped_1
+--                                     ->  Seq Scan on pipeline_triggers scoped
 --                                     ->  Memoize
---                                           Cache Key: scoped_1.pipeline_id
+--                                           Cache Key: scoped.pipeline_id
 --                                           Cache Mode: logical
---                                           ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry_1
---                                                 Index Cond: (id = scoped_1.pipeline_id)
+--                                           ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry
+--                                                 Index Cond: (id = scoped.pipeline_id)
 --                                                 Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---                         ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
---                               Index Cond: (trigger_id = scoped_1.id)
+--                         ->  Index Only Scan using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
+--                               Index Cond: (trigger_id = scoped.id)
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($5))
+--           Index Cond: (id = ANY ($2))
 
--- GET /pipelines/firings?filter[triggerId][EQ]=<a trigger> (a user narrowed to one namespace)
--- page read by keys: the sort's index does not serve triggerId in its order
-SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime", (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."trigger_id" IN (SELECT "scoped"."id" AS "scoped_id"
   FROM "pipeline_triggers" "scoped" INNER JOIN "pipeline_entries" "scoped_entry" ON "scoped_entry"."id" = "scoped"."pipeline_id"
-  WHERE "scoped_entry"."namespace_id" = ANY($1)) AND "firing"."trigger_id" = $2) AS "__total"
+  WHERE "scoped_entry"."namespace_id" = ANY($1));
+-- parameters: [["<id>"]]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: scoped.id
+--                 ->  Nested Loop
+--                       ->  Seq Scan on pipeline_triggers scoped
+--                       ->  Memoize
+--                             Cache Key: scoped.pipeline_id
+--                             Cache Mode: logical
+--                             ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry
+--                                   Index Cond: (id = scoped.pipeline_id)
+--                                   Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--                 Index Cond: (trigger_id = scoped.id)
+
+-- GET /pipelines/firings?filter[triggerId][EQ]=<a trigger> (a user narrowed to one namespace)
+-- page read by keys: the sort's index does not serve triggerId in its order
+SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firing"."run_id" AS "runId", "firing"."error" AS "error", to_char("firing"."trigger_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "triggerTime"
   FROM "pipeline_trigger_firings" "firing"
   WHERE "firing"."id" = ANY(ARRAY(SELECT "firing"."id" AS "key"
   FROM "pipeline_trigger_firings" "firing"
@@ -340,29 +358,35 @@ SELECT "firing"."trigger_id" AS "triggerId", "firing"."state" AS "state", "firin
 --   Sort
 --     Sort Key: firing.trigger_time DESC, firing.id DESC
 --     InitPlan 1 (returns $1)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  HashAggregate
---                         Group Key: scoped.id
+--       ->  Limit
+--             ->  Nested Loop Semi Join
+--                   ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_1
+--                         Index Cond: (trigger_id = '<id>'::uuid)
+--                   ->  Materialize
 --                         ->  Nested Loop
 --                               ->  Index Scan using "PK_5d1f3b7a9c2e4a6b8d0f1c3e5a7b9d2f" on pipeline_triggers scoped
 --                                     Index Cond: (id = '<id>'::uuid)
 --                               ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry
 --                                     Index Cond: (id = scoped.pipeline_id)
 --                                     Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
---                   ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing_1
---                         Index Cond: (trigger_id = '<id>'::uuid)
---     InitPlan 2 (returns $3)
---       ->  Limit
---             ->  Nested Loop Semi Join
---                   ->  Index Only Scan Backward using pipeline_trigger_firings_trigger_time_idx on pipeline_trigger_firings firing_2
---                         Index Cond: (trigger_id = '<id>'::uuid)
---                   ->  Materialize
---                         ->  Nested Loop
---                               ->  Index Scan using "PK_5d1f3b7a9c2e4a6b8d0f1c3e5a7b9d2f" on pipeline_triggers scoped_1
---                                     Index Cond: (id = '<id>'::uuid)
---                               ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry_1
---                                     Index Cond: (id = scoped_1.pipeline_id)
---                                     Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
 --     ->  Index Scan using "PK_8a2c4e6b0d1f3a5c7e9b2d4f6a8c0e1b" on pipeline_trigger_firings firing
---           Index Cond: (id = ANY ($3))
+--           Index Cond: (id = ANY ($1))
+
+SELECT COUNT(*) AS "count"
+  FROM "pipeline_trigger_firings" "firing"
+  WHERE "firing"."trigger_id" IN (SELECT "scoped"."id" AS "scoped_id"
+  FROM "pipeline_triggers" "scoped" INNER JOIN "pipeline_entries" "scoped_entry" ON "scoped_entry"."id" = "scoped"."pipeline_id"
+  WHERE "scoped_entry"."namespace_id" = ANY($1)) AND "firing"."trigger_id" = $2;
+-- parameters: [["<id>"],"<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  HashAggregate
+--                 Group Key: scoped.id
+--                 ->  Nested Loop
+--                       ->  Index Scan using "PK_5d1f3b7a9c2e4a6b8d0f1c3e5a7b9d2f" on pipeline_triggers scoped
+--                             Index Cond: (id = '<id>'::uuid)
+--                       ->  Index Scan using "PK_835e60d4a0d87280e0bff5c4c8a" on pipeline_entries scoped_entry
+--                             Index Cond: (id = scoped.pipeline_id)
+--                             Filter: (namespace_id = ANY ('{<id>}'::uuid[]))
+--           ->  Index Only Scan using pipeline_trigger_firings_trigger_idx on pipeline_trigger_firings firing
+--                 Index Cond: (trigger_id = '<id>'::uuid)

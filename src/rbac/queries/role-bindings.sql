@@ -2,18 +2,7 @@
 
 -- GET /rbac/rolebindings
 -- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "binding".*, (SELECT COUNT(*) AS "count"
-  FROM (
-  SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
-         binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
-         binding.namespace_id AS "namespaceId", coalesce(namespaces.name, '*') AS "namespace",
-         (role.system AND role.name = 'HubAdministrator' AND binding.namespace_id IS NULL AND coalesce(users.system, false)) AS "protected"
- 
-  FROM role_bindings binding
-  JOIN roles role ON role.id = binding.role_id
-  LEFT JOIN users ON binding.principal_type = 'User' AND users.id = binding.principal_id
-  LEFT JOIN groups ON binding.principal_type = 'Group' AND groups.id = binding.principal_id
-  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id) "binding") AS "__total"
+SELECT "binding".*
   FROM (
   SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
          binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
@@ -30,16 +19,6 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Hash Join
---                               Hash Cond: (binding_1.role_id = role_1.id)
---                               ->  Parallel Seq Scan on role_bindings binding_1
---                               ->  Hash
---                                     ->  Seq Scan on roles role_1
 --     ->  Nested Loop Left Join
 --           ->  Nested Loop Left Join
 --                 Join Filter: (binding.principal_type = 'Group'::text)
@@ -62,9 +41,7 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces
 --                       Index Cond: (id = binding.namespace_id)
 
--- GET /rbac/rolebindings?filter[role][EQ]=<a role>
--- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
-SELECT "binding".*, (SELECT COUNT(*) AS "count"
+SELECT COUNT(*) AS "count"
   FROM (
   SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
          binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
@@ -75,8 +52,21 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   JOIN roles role ON role.id = binding.role_id
   LEFT JOIN users ON binding.principal_type = 'User' AND users.id = binding.principal_id
   LEFT JOIN groups ON binding.principal_type = 'Group' AND groups.id = binding.principal_id
-  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id) "binding"
-  WHERE binding."role" = $1) AS "__total"
+  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id) "binding";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Hash Join
+--                       Hash Cond: (binding.role_id = role.id)
+--                       ->  Parallel Seq Scan on role_bindings binding
+--                       ->  Hash
+--                             ->  Seq Scan on roles role
+
+-- GET /rbac/rolebindings?filter[role][EQ]=<a role>
+-- page read sorted: a derived table or a join, whose rows have no key of their own to read them by
+SELECT "binding".*
   FROM (
   SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
          binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
@@ -94,13 +84,6 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Nested Loop
---                   ->  Index Only Scan using "PK_c1433d71a4838793a49dcad46ab" on roles role_1
---                         Index Cond: (id = '<id>'::uuid)
---                   ->  Seq Scan on role_bindings binding_1
---                         Filter: (role_id = '<id>'::uuid)
 --     ->  Nested Loop Left Join
 --           ->  Nested Loop Left Join
 --                 Join Filter: (binding.principal_type = 'Group'::text)
@@ -121,3 +104,24 @@ SELECT "binding".*, (SELECT COUNT(*) AS "count"
 --                 Cache Mode: logical
 --                 ->  Index Scan using "PK_35c142e0f0de70165cc1a74b2cb" on namespaces
 --                       Index Cond: (id = binding.namespace_id)
+
+SELECT COUNT(*) AS "count"
+  FROM (
+  SELECT binding.id AS "id", binding.created AS "created", binding.role_id AS "role", role.name AS "roleName", role.permissions AS "permissions",
+         binding.principal_id AS "principal", binding.principal_type AS "principalType", coalesce(users.user_name, groups.name) AS "principalName",
+         binding.namespace_id AS "namespaceId", coalesce(namespaces.name, '*') AS "namespace",
+         (role.system AND role.name = 'HubAdministrator' AND binding.namespace_id IS NULL AND coalesce(users.system, false)) AS "protected"
+ 
+  FROM role_bindings binding
+  JOIN roles role ON role.id = binding.role_id
+  LEFT JOIN users ON binding.principal_type = 'User' AND users.id = binding.principal_id
+  LEFT JOIN groups ON binding.principal_type = 'Group' AND groups.id = binding.principal_id
+  LEFT JOIN namespaces ON namespaces.id = binding.namespace_id) "binding"
+  WHERE binding."role" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Nested Loop
+--           ->  Index Only Scan using "PK_c1433d71a4838793a49dcad46ab" on roles role
+--                 Index Cond: (id = '<id>'::uuid)
+--           ->  Seq Scan on role_bindings binding
+--                 Filter: (role_id = '<id>'::uuid)

@@ -2,27 +2,27 @@
 
 -- GET /rbac/roles
 -- page read sorted: a small list
-SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "roles" "role") AS "__total"
+SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified"
   FROM "roles" "role"
   ORDER BY lower("role"."name") ASC, "role"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on roles role_1
 --     ->  Incremental Sort
---           Sort Key: (lower(role.name)), role.id
---           Presorted Key: (lower(role.name))
+--           Sort Key: (lower(name)), id
+--           Presorted Key: (lower(name))
 --           ->  Index Scan using roles_name_lower_key on roles role
+
+SELECT COUNT(*) AS "count"
+  FROM "roles" "role";
+-- parameters: []
+--   Aggregate
+--     ->  Seq Scan on roles role
 
 -- GET /rbac/roles?filter[name][CO]=042
 -- page read sorted: a small list
-SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "roles" "role"
-  WHERE "role"."name" ILIKE $1 ESCAPE '\') AS "__total"
+SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified"
   FROM "roles" "role"
   WHERE "role"."name" ILIKE $1 ESCAPE '\'
   ORDER BY lower("role"."name") ASC, "role"."id" ASC
@@ -30,24 +30,26 @@ SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "de
   OFFSET 0;
 -- parameters: ["%042%"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Bitmap Heap Scan on roles role_1
---                   Recheck Cond: (name ~~* '%042%'::text)
---                   ->  Bitmap Index Scan on roles_name_trgm_idx
---                         Index Cond: (name ~~* '%042%'::text)
 --     ->  Sort
---           Sort Key: (lower(role.name)), role.id
+--           Sort Key: (lower(name)), id
 --           ->  Bitmap Heap Scan on roles role
 --                 Recheck Cond: (name ~~* '%042%'::text)
 --                 ->  Bitmap Index Scan on roles_name_trgm_idx
 --                       Index Cond: (name ~~* '%042%'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "roles" "role"
+  WHERE "role"."name" ILIKE $1 ESCAPE '\';
+-- parameters: ["%042%"]
+--   Aggregate
+--     ->  Bitmap Heap Scan on roles role
+--           Recheck Cond: (name ~~* '%042%'::text)
+--           ->  Bitmap Index Scan on roles_name_trgm_idx
+--                 Index Cond: (name ~~* '%042%'::text)
+
 -- GET /rbac/roles?filter[system][EQ]=false&sort=-created
 -- page read sorted: a small list
-SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified", (SELECT COUNT(*) AS "count"
-  FROM "roles" "role"
-  WHERE "role"."system" = $1) AS "__total"
+SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "description", "role"."permissions" AS "permissions", "role"."system" AS "system", "role"."version" AS "version", "role"."created" AS "created", "role"."modified" AS "modified"
   FROM "roles" "role"
   WHERE "role"."system" = $1
   ORDER BY "role"."created" DESC, "role"."id" DESC
@@ -55,9 +57,13 @@ SELECT "role"."id" AS "id", "role"."name" AS "name", "role"."description" AS "de
   OFFSET 0;
 -- parameters: [false]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Seq Scan on roles role_1
---                   Filter: (NOT system)
 --     ->  Index Scan Backward using roles_created_idx on roles role
+--           Filter: (NOT system)
+
+SELECT COUNT(*) AS "count"
+  FROM "roles" "role"
+  WHERE "role"."system" = $1;
+-- parameters: [false]
+--   Aggregate
+--     ->  Seq Scan on roles role
 --           Filter: (NOT system)

@@ -2,81 +2,87 @@
 
 -- GET /linksessions/sessions
 -- page read sorted: unfiltered, along the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session") AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   ORDER BY "session"."start_time" DESC, "session"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session_1
 --     ->  Index Scan Backward using link_sessions_start_time_idx on link_sessions session
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session
 
 -- GET /linksessions/sessions?sort=startTime
 -- page read sorted: unfiltered, along the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session") AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   ORDER BY "session"."start_time" ASC, "session"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session_1
 --     ->  Index Scan using link_sessions_start_time_idx on link_sessions session
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session
 
 -- GET /linksessions/sessions?sort=-deathClock
 -- page read sorted: unfiltered, along the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session") AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   ORDER BY "session"."death_clock" DESC, "session"."id" DESC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session_1
 --     ->  Index Scan Backward using link_sessions_death_clock_idx on link_sessions session
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session
 
 -- GET /linksessions/sessions?sort=configurationName
 -- page read sorted: unfiltered, along the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session") AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   ORDER BY "session"."configuration_name" ASC, "session"."id" ASC
   LIMIT 100
   OFFSET 0;
 -- parameters: []
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session_1
 --     ->  Index Scan using link_sessions_configuration_idx on link_sessions session
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session";
+-- parameters: []
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using link_sessions_job_key on link_sessions session
 
 -- GET /linksessions/sessions?filter[ownerPrincipal][EQ]=<a user>
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."owner_id" = $1) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."owner_id" = $1
   ORDER BY "session"."start_time" DESC, "session"."id" DESC
@@ -84,18 +90,20 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
   OFFSET 0;
 -- parameters: ["<id>"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using link_sessions_owner_start_time_idx on link_sessions session_1
---                   Index Cond: (owner_id = '<id>'::uuid)
 --     ->  Index Scan Backward using link_sessions_owner_start_time_idx on link_sessions session
+--           Index Cond: (owner_id = '<id>'::uuid)
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."owner_id" = $1;
+-- parameters: ["<id>"]
+--   Aggregate
+--     ->  Index Only Scan using link_sessions_owner_start_time_idx on link_sessions session
 --           Index Cond: (owner_id = '<id>'::uuid)
 
 -- GET /linksessions/sessions?filter[configurationName][EQ]=notebook
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."configuration_name" = $1) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."configuration_name" = $1
   ORDER BY "session"."start_time" DESC, "session"."id" DESC
@@ -103,21 +111,23 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
   OFFSET 0;
 -- parameters: ["notebook"]
 --   Limit
---     InitPlan 1 (returns $1)
---       ->  Finalize Aggregate
---             ->  Gather
---                   Workers Planned: 2
---                   ->  Partial Aggregate
---                         ->  Parallel Index Only Scan using link_sessions_configuration_idx on link_sessions session_1
---                               Index Cond: (configuration_name = 'notebook'::text)
 --     ->  Index Scan Backward using link_sessions_start_time_idx on link_sessions session
 --           Filter: (configuration_name = 'notebook'::text)
 
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."configuration_name" = $1;
+-- parameters: ["notebook"]
+--   Finalize Aggregate
+--     ->  Gather
+--           Workers Planned: 2
+--           ->  Partial Aggregate
+--                 ->  Parallel Index Only Scan using link_sessions_configuration_idx on link_sessions session
+--                       Index Cond: (configuration_name = 'notebook'::text)
+
 -- GET /linksessions/sessions?filter[status][EQ]=Ready
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."status" = $1) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."status" = $1
   ORDER BY "session"."start_time" DESC, "session"."id" DESC
@@ -125,18 +135,20 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
   OFFSET 0;
 -- parameters: ["Ready"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using link_sessions_status_start_time_idx on link_sessions session_1
---                   Index Cond: (status = 'Ready'::text)
 --     ->  Index Scan Backward using link_sessions_status_start_time_idx on link_sessions session
+--           Index Cond: (status = 'Ready'::text)
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."status" = $1;
+-- parameters: ["Ready"]
+--   Aggregate
+--     ->  Index Only Scan using link_sessions_status_start_time_idx on link_sessions session
 --           Index Cond: (status = 'Ready'::text)
 
 -- GET /linksessions/sessions?filter[status][IN]=Pending,Ready,Blocked
 -- page read by keys: the sort's index does not serve status in its order
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."status" = ANY($1)) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."id" = ANY(ARRAY(SELECT "session"."id" AS "key"
   FROM "link_sessions" "session"
@@ -149,22 +161,24 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
 --   Sort
 --     Sort Key: session.start_time DESC, session.id DESC
 --     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using link_sessions_live_death_clock_idx on link_sessions session_1
---     InitPlan 2 (returns $1)
 --       ->  Limit
 --             ->  Sort
---                   Sort Key: session_2.start_time DESC, session_2.id DESC
---                   ->  Index Only Scan using link_sessions_status_start_time_idx on link_sessions session_2
+--                   Sort Key: session_1.start_time DESC, session_1.id DESC
+--                   ->  Index Only Scan using link_sessions_status_start_time_idx on link_sessions session_1
 --                         Index Cond: (status = ANY ('{Pending,Ready,Blocked}'::text[]))
 --     ->  Index Scan using link_sessions_pkey on link_sessions session
---           Index Cond: (id = ANY ($1))
+--           Index Cond: (id = ANY ($0))
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."status" = ANY($1);
+-- parameters: [["Pending","Ready","Blocked"]]
+--   Aggregate
+--     ->  Index Only Scan using link_sessions_live_death_clock_idx on link_sessions session
 
 -- GET /linksessions/sessions?filter[startTime][GT]=<last day>
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."start_time" > CAST($1 AS timestamptz)) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."start_time" > CAST($1 AS timestamptz)
   ORDER BY "session"."start_time" DESC, "session"."id" DESC
@@ -172,18 +186,20 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
   OFFSET 0;
 -- parameters: ["2026-04-25T17:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using link_sessions_start_time_idx on link_sessions session_1
---                   Index Cond: (start_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 --     ->  Index Scan Backward using link_sessions_start_time_idx on link_sessions session
+--           Index Cond: (start_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."start_time" > CAST($1 AS timestamptz);
+-- parameters: ["2026-04-25T17:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using link_sessions_start_time_idx on link_sessions session
 --           Index Cond: (start_time > '2026-04-25 17:46:40+00'::timestamp with time zone)
 
 -- GET /linksessions/sessions?filter[deathClock][LT]=<early>&sort=deathClock
 -- page read sorted: its filters are a prefix or a range of the sort's index
-SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat", (SELECT COUNT(*) AS "count"
-  FROM "link_sessions" "session"
-  WHERE "session"."death_clock" < CAST($1 AS timestamptz)) AS "__total"
+SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."owner_name" AS "ownerName", "session"."configuration_name" AS "configurationName", "session"."client_session_id" AS "clientSessionId", "session"."client_description" AS "clientDescription", "session"."status" AS "status", "session"."job_id" AS "jobId", "session"."host" AS "host", "session"."port" AS "port", "session"."secret" AS "secret", "session"."access_token" AS "accessToken", "session"."readiness" AS "readiness", "session"."start_timeout_seconds" AS "startTimeoutSeconds", "session"."events" AS "events", to_char("session"."start_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startTime", to_char("session"."ready_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "readyTime", to_char("session"."finished_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedTime", to_char("session"."death_clock" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "deathClock", to_char("session"."start_deadline" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "startDeadline", to_char("session"."last_heartbeat_time" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastHeartbeatTime", to_char("session"."next_expected_heartbeat" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextExpectedHeartbeat"
   FROM "link_sessions" "session"
   WHERE "session"."death_clock" < CAST($1 AS timestamptz)
   ORDER BY "session"."death_clock" ASC, "session"."id" ASC
@@ -191,11 +207,15 @@ SELECT "session"."id" AS "id", "session"."owner_id" AS "ownerId", "session"."own
   OFFSET 0;
 -- parameters: ["2026-01-12T13:46:40.000Z"]
 --   Limit
---     InitPlan 1 (returns $0)
---       ->  Aggregate
---             ->  Index Only Scan using link_sessions_death_clock_idx on link_sessions session_1
---                   Index Cond: (death_clock < '2026-01-12 13:46:40+00'::timestamp with time zone)
 --     ->  Index Scan using link_sessions_death_clock_idx on link_sessions session
+--           Index Cond: (death_clock < '2026-01-12 13:46:40+00'::timestamp with time zone)
+
+SELECT COUNT(*) AS "count"
+  FROM "link_sessions" "session"
+  WHERE "session"."death_clock" < CAST($1 AS timestamptz);
+-- parameters: ["2026-01-12T13:46:40.000Z"]
+--   Aggregate
+--     ->  Index Only Scan using link_sessions_death_clock_idx on link_sessions session
 --           Index Cond: (death_clock < '2026-01-12 13:46:40+00'::timestamp with time zone)
 
 -- GET /linksessions/sessions?page[offset]=900000
