@@ -42,6 +42,8 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
   private readonly logger: Logger;
   /** This hub's readiness probes, by session id. */
   private readonly probes = new Map<string, AbortController>();
+  /** The start timeouts of the sessions followed here (see follow). */
+  private readonly startTimeouts = new Set<NodeJS.Timeout>();
   private unsubscribe?: () => void;
   private timer?: NodeJS.Timeout;
   private reaping?: Promise<number>;
@@ -70,6 +72,8 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationShutdown(): Promise<void> {
     this.unsubscribe?.();
     clearInterval(this.timer);
+    for (const timeout of this.startTimeouts) clearTimeout(timeout);
+    this.startTimeouts.clear();
     for (const probe of this.probes.values()) probe.abort();
     this.probes.clear();
     await this.reaping;
@@ -99,10 +103,21 @@ export class SessionEngine implements OnApplicationBootstrap, OnApplicationShutd
       .finally(() => {
         if (this.probes.get(session.id) === probe) this.probes.delete(session.id);
       });
-    // Its start timeout, in this hub's time too (the reaper's pass is the net).
-    const timeout = setTimeout(() => void this.reap(), session.startTimeoutSeconds * 1000 + 50);
+    // Its start timeout, in this hub's time too (the reaper's pass is the net). Kept until it fires
+    // or the hub shuts down: a reap after that would find the database closed.
+    const timeout = setTimeout(
+      () => {
+        this.startTimeouts.delete(timeout);
+        void this.reap();
+      },
+      session.startTimeoutSeconds * 1000 + 50,
+    );
     timeout.unref();
-    probe.signal.addEventListener('abort', () => clearTimeout(timeout));
+    this.startTimeouts.add(timeout);
+    probe.signal.addEventListener('abort', () => {
+      clearTimeout(timeout);
+      this.startTimeouts.delete(timeout);
+    });
     void this.settle([session]);
   }
 
