@@ -79,6 +79,15 @@ export interface DatabaseReadiness {
  * the HTTP server has finished its requests.
  */
 export class HubDatabase implements OnApplicationShutdown {
+  /**
+   * The databases being opened or open in this process and not closed. Nest shuts down only an
+   * application it finished making, and a provider that fails (a shared directory the hub cannot
+   * use) fails the making while the database may still be opening: createHubApp closes those opened
+   * meanwhile (closeOpenedSince), whose change feed would otherwise retry its connection for as
+   * long as the process lives.
+   */
+  private static readonly unclosed = new Set<Promise<HubDatabase>>();
+  private opening?: Promise<HubDatabase>;
   private closing?: Promise<void>;
 
   private constructor(
@@ -91,7 +100,28 @@ export class HubDatabase implements OnApplicationShutdown {
     private readonly passwordCheck: Promise<unknown>,
   ) {}
 
-  static async open(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
+  static open(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
+    const opening = HubDatabase.openNow(config, logger, entities);
+    HubDatabase.unclosed.add(opening);
+    opening.then(
+      (database) => (database.opening = opening),
+      () => HubDatabase.unclosed.delete(opening),
+    );
+    return opening;
+  }
+
+  /** What is being opened or open now, to close what is opened after (closeOpenedSince). */
+  static openings(): ReadonlySet<Promise<HubDatabase>> {
+    return new Set(HubDatabase.unclosed);
+  }
+
+  /** Closes the databases opened, or still opening, since `before` (openings). */
+  static async closeOpenedSince(before: ReadonlySet<Promise<HubDatabase>>): Promise<void> {
+    for (const opening of [...HubDatabase.unclosed].filter((candidate) => !before.has(candidate)))
+      await (await opening.catch(() => undefined))?.close().catch(() => undefined);
+  }
+
+  private static async openNow(config: HubConfig, logger: Logger, entities: EntityList): Promise<HubDatabase> {
     const embedded = config.databaseUrl ? undefined : await EmbeddedPostgres.start({ dataDir: config.dataDir, stateRoot: config.stateDir, logger });
     const url = config.databaseUrl ?? embedded!.url;
     const dataSource = new DataSource(dataSourceOptions(url, entities, config.databasePoolSize));
@@ -138,6 +168,7 @@ export class HubDatabase implements OnApplicationShutdown {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      if (this.opening) HubDatabase.unclosed.delete(this.opening);
       await this.passwordCheck;
       await this.changes.close();
       if (this.dataSource.isInitialized) await this.dataSource.destroy();
