@@ -2,10 +2,10 @@ import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 
 /**
  * The SQL texts of list statements, kept by the shape of what made them. A list request builds its
- * statement with TypeORM's query builder, and making the text (selects expanded, property paths
- * replaced by columns over the whole text, the count as a subquery) was most of the hub's own CPU
- * for a list: a hub that made each text once per shape spent a tenth less CPU per request on the
- * namespaces list (docs/api-conventions.md). A request of a shape seen before takes the text and
+ * statements (its page's and its count's) with TypeORM's query builder, and making their text
+ * (selects expanded, property paths replaced by columns over the whole text) was most of the hub's
+ * own CPU for a list: a hub that made each text once per shape spent a tenth less CPU per request
+ * on the namespaces list (docs/api-conventions.md). A request of a shape seen before takes the text and
  * binds its own values to it, as TypeORM binds them (`escapeQueryWithParameters`).
  *
  * The shape is everything the text is made of: the builder's whole expression map (its selects, its
