@@ -197,14 +197,14 @@ describe('whereFilters', () => {
 });
 
 describe('fetchListRows and fetchListPage over a derived table', () => {
-  /** Captures the SQL a fetch runs instead of running it. */
-  function capture(...answers: unknown[][]): { sql: string[]; qb: ReturnType<typeof derived>; answer: unknown[][] } {
+  /** Captures the SQL a fetch runs instead of running it, answering its counts with `count` and its pages with `rows`. */
+  function capture(rows: unknown[], count: string): { sql: string[]; qb: ReturnType<typeof derived> } {
     const sql: string[] = [];
-    const answer = [...answers];
     const qb = derived();
-    Object.defineProperty(qb, 'connection', { value: answering((text) => (sql.push(text), answer.shift() ?? [{ count: '0' }])) });
-    return { sql, qb, answer };
+    Object.defineProperty(qb, 'connection', { value: answering((text) => (sql.push(text), text.startsWith('SELECT COUNT(*)') ? [{ count }] : rows)) });
+    return { sql, qb };
   }
+  const COUNT = /^SELECT COUNT\(\*\) AS "count" FROM \(SELECT [^()]*\) "item"$/;
 
   function derived() {
     return dataSource.createQueryBuilder().from<{ name: string }>(`(SELECT 'a' AS "name", 'x' AS "kind")`, 'item');
@@ -220,23 +220,14 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
   });
 
   it('selects every column of the derived table, filtered and sorted, without a limit', async () => {
-    const { sql, qb } = capture();
+    const { sql, qb } = capture([], '0');
     await fetchListRows(qb, parseListQuery(UNPAGED, { 'filter[kind][EQ]': 'x' }));
     expect(sql).toHaveLength(1);
     expect(sql[0]).toMatch(/^SELECT "item"\.\* FROM \(SELECT .*\) "item" WHERE item\."kind" = \$1 ORDER BY lower\(item\."name"\) ASC, item\."name" ASC$/);
   });
 
-  /** Captures what a paged fetch runs, answering its count statements with `count` and its pages with `rows`. */
-  function paged(rows: unknown[], count: string): { sql: string[]; qb: ReturnType<typeof derived> } {
-    const sql: string[] = [];
-    const qb = derived();
-    Object.defineProperty(qb, 'connection', { value: answering((text) => (sql.push(text), text.startsWith('SELECT COUNT(*)') ? [{ count }] : rows)) });
-    return { sql, qb };
-  }
-  const COUNT = /^SELECT COUNT\(\*\) AS "count" FROM \(SELECT [^()]*\) "item"$/;
-
   it('pages a derived table with its count at once: a limited select and a count, each a statement', async () => {
-    const { sql, qb } = paged([{ name: 'a', kind: 'x' }], '7');
+    const { sql, qb } = capture([{ name: 'a', kind: 'x' }], '7');
     const page = await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[limit]': '5', sort: '-name' }));
     expect(sql).toHaveLength(2);
     expect(sql.find((text) => !COUNT.test(text))).toMatch(
@@ -247,15 +238,15 @@ describe('fetchListRows and fetchListPage over a derived table', () => {
   });
 
   it('counts an empty page as any other: none on the first, all there are past the last', async () => {
-    const first = paged([], '0');
+    const first = capture([], '0');
     expect(await fetchListPage(first.qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}))).toEqual({ items: [], totalCount: 0 });
-    const past = paged([], '3');
+    const past = capture([], '3');
     expect(await fetchListPage(past.qb, parseListQuery({ ...UNPAGED, paged: undefined }, { 'page[offset]': '100' }))).toEqual({ items: [], totalCount: 3 });
     expect(past.sql).toHaveLength(2);
   });
 
   it('selects only the columns its items need, and extra expressions, in the page but not in the count', async () => {
-    const { sql, qb } = paged([], '0');
+    const { sql, qb } = capture([], '0');
     await fetchListPage(qb, parseListQuery({ ...UNPAGED, paged: undefined }, {}), { columns: ['name'], extra: { shown: 'upper(item."kind")' } });
     expect(sql.find((text) => !COUNT.test(text))).toMatch(
       /^SELECT "item"\."name" AS "name", upper\(item\."kind"\) AS "shown" FROM \(SELECT .*\) "item" ORDER BY /,

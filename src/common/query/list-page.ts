@@ -199,7 +199,7 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
     const [sql, parameters] = listStatement(qb, shape && `page ${shape}`, () =>
       shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
     );
-    const [items, totalCount] = await Promise.all([run<R[]>(qb, sql, parameters, shallow.why), counted(qb, countSql, countParameters)]);
+    const [items, totalCount] = await Promise.all([run<R[]>(qb, sql, parameters, shallow.why), runCount(qb, countSql, countParameters)]);
     return { items, totalCount };
   }
   const totalCount = await countMatching(qb, query, options, unscoped);
@@ -272,16 +272,12 @@ async function countMatching(
   options: PageOptions,
   unscoped?: SelectQueryBuilder<ObjectLiteral>,
 ): Promise<number> {
-  return runCount(qb, countStatement(qb, query, options, unscoped));
-}
-
-async function runCount(qb: SelectQueryBuilder<ObjectLiteral>, count: SelectQueryBuilder<ObjectLiteral>): Promise<number> {
-  const [sql, parameters] = count.getQueryAndParameters();
-  return counted(qb, sql, parameters);
+  const [sql, parameters] = countStatement(qb, query, options, unscoped).getQueryAndParameters();
+  return runCount(qb, sql, parameters);
 }
 
 /** Runs a count statement: its one value. */
-async function counted(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[]): Promise<number> {
+async function runCount(qb: SelectQueryBuilder<ObjectLiteral>, sql: string, parameters: unknown[]): Promise<number> {
   const rows = await run<{ count: string }[]>(qb, sql, parameters);
   return Number(rows[0]?.count ?? 0);
 }
