@@ -26,6 +26,13 @@ const BASELINE_HUB = process.env.BENCH_BASELINE_HUB;
  * garbage collector's pauses and the bytes allocated and promoted per 1,000 requests.
  */
 const GC_PROBE_OUT = process.env.BENCH_GC === '1' ? join(mkdtempSync(join(tmpdir(), 'hub-bench-gc-')), 'windows.jsonl') : undefined;
+const STATEMENT_PROBE = join(dirname(fileURLToPath(import.meta.url)), 'statement-probe.js');
+/**
+ * BENCH_STATEMENTS=1: every server, the bare handler too, runs with bench/statement-probe.ts
+ * loaded, and each round also reports its list statements' times and its waits for a pooled
+ * connection (how the p99 was traced to a statement, docs/api-conventions.md).
+ */
+const STATEMENT_PROBE_OUT = process.env.BENCH_STATEMENTS === '1' ? join(mkdtempSync(join(tmpdir(), 'hub-bench-statements-')), 'windows.jsonl') : undefined;
 const DATABASE = `hub_bench_${process.pid}`;
 const ROWS = 10_000;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
@@ -58,9 +65,20 @@ interface Target {
   readonly headers: Record<string, string>;
 }
 
+/** What the statement probe says of a round (bench/statement-probe.ts). */
+interface StatementWindow {
+  readonly statements: number;
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+  readonly p99Ms: number;
+  readonly connectionWaits: number;
+  readonly waitP99Ms: number;
+}
+
 /** A round's load with what it cost the server: CPU per request (/proc/<pid>/stat) and, with the GC probe, the collector's work. */
 interface Measured extends Load {
   readonly cpuMsPerRequest: number;
+  readonly statements?: StatementWindow;
   readonly gc?: {
     readonly pauseMsPer1k: number;
     readonly maxPauseMs: number;
@@ -70,31 +88,43 @@ interface Measured extends Load {
   };
 }
 
-/** The GC probe's windows written so far. */
-const gcWindows = (): GcWindow[] =>
-  GC_PROBE_OUT && existsSync(GC_PROBE_OUT)
-    ? readFileSync(GC_PROBE_OUT, 'utf8')
+/** The windows a probe wrote so far to `file`, one JSON line each. */
+const windowsIn = <W>(file: string | undefined): W[] =>
+  file && existsSync(file)
+    ? readFileSync(file, 'utf8')
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as GcWindow)
+        .map((line) => JSON.parse(line) as W)
     : [];
+const gcWindows = () => windowsIn<GcWindow>(GC_PROBE_OUT);
+const statementWindows = () => windowsIn<StatementWindow>(STATEMENT_PROBE_OUT);
 
 async function measure(target: Target, probed: boolean): Promise<Measured> {
   const pid = target.server.process.pid ?? 0;
   const gc = probed && GC_PROBE_OUT !== undefined;
-  if (gc) target.server.process.kill('SIGUSR2');
+  // One SIGUSR2 opens (then closes) the window of every probe the server has loaded.
+  const windowed = gc || STATEMENT_PROBE_OUT !== undefined;
+  if (windowed) target.server.process.kill('SIGUSR2');
   const cpuBefore = cpuMsOf(pid);
   const run = await load(target.url, target.headers, DURATION_S, CONNECTIONS);
   const cpuMsPerRequest = round((cpuMsOf(pid) - cpuBefore) / run.requests, 3);
-  if (!gc) return { ...run, cpuMsPerRequest };
-  const written = gcWindows().length;
+  if (!windowed) return { ...run, cpuMsPerRequest };
+  const [gcWritten, statementsWritten] = [gcWindows().length, statementWindows().length];
   target.server.process.kill('SIGUSR2');
-  while (gcWindows().length === written) await new Promise((resolve) => setTimeout(resolve, 20));
+  while ((gc && gcWindows().length === gcWritten) || (STATEMENT_PROBE_OUT && statementWindows().length === statementsWritten))
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  const statements = STATEMENT_PROBE_OUT ? statementWindows().at(-1) : undefined;
+  if (statements)
+    console.log(
+      `${target.name}: statements p50 ${statements.p50Ms} / p90 ${statements.p90Ms} / p99 ${statements.p99Ms} ms; connection waits p99 ${statements.waitP99Ms} ms`,
+    );
+  if (!gc) return { ...run, cpuMsPerRequest, statements };
   const window = gcWindows().at(-1)!;
   const per1k = (value: number) => round((value * 1000) / run.requests, 2);
   return {
     ...run,
     cpuMsPerRequest,
+    statements,
     gc: {
       pauseMsPer1k: per1k(window.pauseMs),
       maxPauseMs: round(Math.max(0, ...Object.values(window.pauses).map((kind) => kind.maxMs)), 2),
@@ -150,15 +180,17 @@ async function main(): Promise<void> {
     await stop(started);
   }
 
-  const hubArgs = GC_PROBE_OUT ? [`--import=${GC_PROBE}`] : [];
-  const hub = await startNode(HUB_BUNDLE, { ...env, ...(GC_PROBE_OUT && { GC_PROBE_OUT }) }, '/health/ready', hubArgs);
-  const baseline = BASELINE_HUB ? await startNode(BASELINE_HUB, { ...env, ...(GC_PROBE_OUT && { GC_PROBE_OUT }) }, '/health/ready', hubArgs) : undefined;
+  const statementArgs = STATEMENT_PROBE_OUT ? [`--import=${STATEMENT_PROBE}`] : [];
+  const probes = { ...(GC_PROBE_OUT && { GC_PROBE_OUT }), ...(STATEMENT_PROBE_OUT && { STATEMENT_PROBE_OUT }) };
+  const hubArgs = [...(GC_PROBE_OUT ? [`--import=${GC_PROBE}`] : []), ...statementArgs];
+  const hub = await startNode(HUB_BUNDLE, { ...env, ...probes }, '/health/ready', hubArgs);
+  const baseline = BASELINE_HUB ? await startNode(BASELINE_HUB, { ...env, ...probes }, '/health/ready', hubArgs) : undefined;
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const idleRss = rssMiB(hub.process.pid ?? 0);
   const token = await login(hub);
   const check = await fetch(`${hub.url}/api/v2/namespaces?${LIST_QUERY}`, { headers: { authorization: `Bearer ${token}` } });
   const { totalCount } = (await check.json()) as { totalCount: number };
-  const bare = await startNode(BARE, { DATABASE_URL: env.DATABASE_URL }, '/health');
+  const bare = await startNode(BARE, { DATABASE_URL: env.DATABASE_URL, ...probes }, '/health', statementArgs);
   const auth = { authorization: `Bearer ${token}` };
   const targets: Target[] = [
     { name: 'hub', server: hub, url: `${hub.url}/api/v2/namespaces?${LIST_QUERY}`, headers: auth },
