@@ -30,7 +30,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'test/smoke/typed-client/*.ts'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs', 'test/smoke/typed-client/*.ts'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
       globals: globals.node,
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },

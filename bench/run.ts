@@ -33,6 +33,11 @@ const STATEMENT_PROBE = join(dirname(fileURLToPath(import.meta.url)), 'statement
  * connection (how the p99 was traced to a statement, docs/api-conventions.md).
  */
 const STATEMENT_PROBE_OUT = process.env.BENCH_STATEMENTS === '1' ? join(mkdtempSync(join(tmpdir(), 'hub-bench-statements-')), 'windows.jsonl') : undefined;
+/**
+ * BENCH_CPU_PROF=<dir>: every server, the bare handler too, runs with `--cpu-prof` and writes its
+ * profile into <dir> when it stops (how docs/api-conventions.md's per-request costs were found).
+ */
+const CPU_PROF_ARGS = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
 const DATABASE = `hub_bench_${process.pid}`;
 const ROWS = 10_000;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
@@ -180,7 +185,7 @@ async function main(): Promise<void> {
     await stop(started);
   }
 
-  const statementArgs = STATEMENT_PROBE_OUT ? [`--import=${STATEMENT_PROBE}`] : [];
+  const statementArgs = [...CPU_PROF_ARGS, ...(STATEMENT_PROBE_OUT ? [`--import=${STATEMENT_PROBE}`] : [])];
   const probes = { ...(GC_PROBE_OUT && { GC_PROBE_OUT }), ...(STATEMENT_PROBE_OUT && { STATEMENT_PROBE_OUT }) };
   const hubArgs = [...(GC_PROBE_OUT ? [`--import=${GC_PROBE}`] : []), ...statementArgs];
   const hub = await startNode(HUB_BUNDLE, { ...env, ...probes }, '/health/ready', hubArgs);
