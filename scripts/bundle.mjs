@@ -35,9 +35,10 @@ await build({
   platform: 'node',
   format: 'esm',
   sourcemap: true,
-  // Class and function names as written: Nest names loggers' contexts after classes, TypeORM
-  // entities, and the hub's logger quietens Nest's start-up contexts by name.
-  keepNames: true,
+  // No keepNames: it names every function expression again each time one is made (27 property
+  // definitions a list request, on the request's own closures). Without it, a class in a module
+  // initialised on first use is named with a leading underscore (_RouterExplorer), which the Nest
+  // logger's adapter (src/common/logging/hub-logger.ts) takes off.
   logLevel: 'warning',
   external: LOADED_AT_RUN_TIME,
   // The CommonJS packages inside an ES module still call require(): give them node's, resolving

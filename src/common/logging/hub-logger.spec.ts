@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError } from 'typeorm';
-import { createRootLogger, logDestination } from './hub-logger.js';
+import { createRootLogger, logDestination, NestLoggerAdapter } from './hub-logger.js';
 
 function captured(log: (logger: ReturnType<typeof createRootLogger>) => void): string {
   let output = '';
@@ -59,6 +59,25 @@ describe('root logger', () => {
     const output = captured((logger) => logger.error({ err: error }, 'Request failed'));
     expect(output).not.toContain('secret-hash');
     expect(output).toContain('INSERT INTO users');
+  });
+});
+
+describe("Nest's own lines", () => {
+  it('quietens its start-up chatter to debug, its context named as in the bundle (a leading underscore) or not, and keeps its other lines', () => {
+    const lines = captured((logger) => {
+      const nest = new NestLoggerAdapter(logger);
+      nest.log('Mapped {/api/v2/auth/me/password, PUT} route', '_RouterExplorer');
+      nest.log('AppModule dependencies initialized', 'InstanceLoader');
+      nest.warn('Something Nest says', '_NestApplication');
+      nest.log('A line of its own', 'Custom');
+    })
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'warn', context: 'NestApplication', msg: 'Something Nest says' }),
+      expect.objectContaining({ level: 'info', context: 'Custom', msg: 'A line of its own' }),
+    ]);
   });
 });
 

@@ -108,7 +108,9 @@ export class NestLoggerAdapter implements LoggerService {
   constructor(private readonly logger: Logger) {}
 
   private write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]): void {
-    const context = typeof params.at(-1) === 'string' ? (params.pop() as string) : undefined;
+    // Nest names a logger's context after its class; in the bundle (scripts/bundle.mjs) a class
+    // whose module is initialised on first use is named with a leading underscore.
+    const context = typeof params.at(-1) === 'string' ? (params.pop() as string).replace(/^_/, '') : undefined;
     const stack = typeof params[0] === 'string' ? params[0] : undefined;
     const effective = context && QUIET_CONTEXTS.has(context) && (level === 'info' || level === 'error') ? 'debug' : level;
     const fields = { context, ...(stack ? { stack } : {}) };
