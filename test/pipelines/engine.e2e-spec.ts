@@ -116,8 +116,11 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
       const waiting = db.transaction((manager) => runs.lock(manager, id, false, undefined, true));
       await poll(
         async () =>
-          (await db.query<{ count: number }[]>(`SELECT count(*)::int AS count FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pipeline_run_nodes%'`))[0]
-            .count,
+          (
+            await db.query<{ count: number }[]>(
+              `SELECT count(*)::int AS count FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pipeline_run_nodes%'`,
+            )
+          )[0].count,
         (count) => count === 1,
         'the second lock to wait for the first',
       );
