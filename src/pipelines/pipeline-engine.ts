@@ -249,12 +249,12 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.holdingBack.delete(runId);
   }
 
-  /** The locked run's nodes: those kept when this hub wrote the revision before, else read (without their events). */
+  /** The locked run's nodes: those kept when this hub wrote the revision before, else those read with the lock, else read (without their events). */
   private async nodesOf(manager: EntityManager, run: LockedRun): Promise<NodeRow[]> {
     const kept = this.kept.get(run.id);
     this.kept.delete(run.id);
     if (kept?.revision === run.revision - 1) return kept.nodes;
-    return this.runs.nodesOf(run.id, manager, false);
+    return run.nodes ?? this.runs.nodesOf(run.id, manager, false);
   }
 
   /** Keeps the nodes a committed write left at `revision` (their events are stored: a pass appends only new ones). */
@@ -398,7 +398,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       // after theirs, they are the run's nodes, and their jobs' attempts come with the lock.
       const kept = this.kept.get(runId);
       const guessed = kept && jobsToRead(kept.nodes, request.jobs);
-      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId), guessed?.length ? guessed : undefined);
+      // With no nodes kept (the run's first pass here, or another hub wrote last), they come with the lock.
+      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId), guessed?.length ? guessed : undefined, kept === undefined);
       // Its plan was let go of meanwhile (too many kept): the spec after all.
       if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId, true);
       if (!locked || FINISHED_RUN.has(locked.state)) {
@@ -943,9 +944,9 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     let written: KeptNodes | undefined;
     try {
       const result = await this.dataSource.transaction(async (manager) => {
-        const run = await this.runs.lock(manager, runId, false);
+        const run = await this.runs.lock(manager, runId, false, undefined, !withKept || !this.kept.has(runId));
         if (!run || FINISHED_RUN.has(run.state)) return undefined;
-        const nodes = withKept ? await this.nodesOf(manager, run) : await this.runs.nodesOf(runId, manager, false);
+        const nodes = withKept ? await this.nodesOf(manager, run) : (run.nodes ?? (await this.runs.nodesOf(runId, manager, false)));
         const done = await work(manager, run, nodes);
         if (withKept) written = { revision: run.revision, nodes };
         return done;

@@ -41,6 +41,11 @@ export interface LockedRun extends RunRow {
   readonly revision: number;
   /** The latest attempts of the jobs the lock was asked to read with it (see lock); absent when it was asked for none. */
   readonly attempts?: LatestAttemptRow[];
+  /**
+   * The run's nodes, without their events, when the lock was asked for them and no other writer of
+   * the run came in between its statement's snapshot and the lock (see lock); absent otherwise.
+   */
+  readonly nodes?: NodeRow[];
 }
 
 export interface NodeRow {
@@ -98,6 +103,11 @@ const RUN_COLUMNS = `r.id, r.namespace_id AS "namespaceId", n.name AS "namespace
 const NODE_COLUMNS = `run_id AS "runId", name, position, state, outcome, attempt, job_id AS "jobId", execution_id AS "executionId", exit_code AS "exitCode",
   ${isoTime('started_at')} AS "startedAt", ${isoTime('finished_at')} AS "finishedAt", ${isoTime('retry_at')} AS "retryAt", ${isoTime('deadline')} AS deadline,
   timed_out AS "timedOut", over_quota AS "overQuota", logs_stored AS "logsStored", events`;
+
+/** A node's columns, its events left out (empty) when not `withEvents`. */
+function nodeColumns(withEvents: boolean): string {
+  return withEvents ? NODE_COLUMNS : NODE_COLUMNS.replace(/, events$/, `, '[]'::jsonb AS events`);
+}
 
 /** What a run list item reads beyond the run's own columns. */
 const LIST_COLUMNS = ['id', 'namespaceId', 'pipelineId', 'ownerId', 'executionProfileId', 'state', 'cancelled'];
@@ -179,19 +189,31 @@ export class PipelineRunsRepository {
    * this one knows its nodes as they are. Null when there is none. Without `withSpec` its spec is
    * left out (`null`): a run's spec never changes, and the engine keeps it parsed. With `jobIds`,
    * the latest attempts of those jobs are read in the same statement (`attempts`), read after the
-   * lock is taken: a pass that knows which jobs it will read spares a round trip.
+   * lock is taken: a pass that knows which jobs it will read spares a round trip. With `withNodes`,
+   * so are the run's nodes (without their events), a round trip a pass that kept none (a run's first,
+   * the first after another hub wrote) spares: they are those of the statement's snapshot, taken
+   * before any wait for the lock, so they come back (`nodes`) only when the revision that snapshot
+   * saw is the one just raised (no writer of the run came in between), else the caller reads them.
    */
-  async lock(manager: EntityManager, id: string, withSpec = true, jobIds?: readonly string[]): Promise<LockedRun | null> {
+  async lock(manager: EntityManager, id: string, withSpec = true, jobIds?: readonly string[], withNodes = false): Promise<LockedRun | null> {
     const columns = withSpec ? RUN_COLUMNS : RUN_COLUMNS.replace('r.spec,', 'NULL AS spec,');
-    const rows: LockedRun[] = await manager.query(
-      jobIds === undefined
-        ? `WITH r AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING *) SELECT ${columns}, r.revision FROM r JOIN namespaces n ON n.id = r.namespace_id`
-        : `WITH r AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING *)
-           SELECT ${columns}, r.revision, (SELECT coalesce(json_agg(a), '[]') FROM (${latestAttemptsSelect('$2')}) a) AS attempts
-           FROM r JOIN namespaces n ON n.id = r.namespace_id`,
-      jobIds === undefined ? [id] : [id, jobIds],
+    const params: unknown[] = [id];
+    let extra = '';
+    if (jobIds !== undefined) {
+      params.push(jobIds);
+      extra += `, (SELECT coalesce(json_agg(a), '[]') FROM (${latestAttemptsSelect(`$${params.length}`)}) a) AS attempts`;
+    }
+    if (withNodes)
+      extra += `, (SELECT revision FROM pipeline_runs WHERE id = $1) AS "seenRevision",
+        (SELECT coalesce(json_agg(o ORDER BY o.position), '[]') FROM (SELECT ${nodeColumns(false)} FROM pipeline_run_nodes WHERE run_id = $1) o) AS nodes`;
+    const rows: (LockedRun & { seenRevision?: number })[] = await manager.query(
+      `WITH r AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING *) SELECT ${columns}, r.revision${extra} FROM r JOIN namespaces n ON n.id = r.namespace_id`,
+      params,
     );
-    return rows[0] ?? null;
+    const row = rows[0];
+    if (!row || !withNodes) return row ?? null;
+    const { seenRevision, nodes, ...run } = row;
+    return seenRevision === run.revision - 1 ? { ...run, nodes } : run;
   }
 
   /**
@@ -200,8 +222,7 @@ export class PipelineRunsRepository {
    * many nodes the most of its time).
    */
   nodesOf(runId: string, manager: EntityManager = this.dataSource.manager, withEvents = true): Promise<NodeRow[]> {
-    const columns = withEvents ? NODE_COLUMNS : NODE_COLUMNS.replace(/, events$/, `, '[]'::jsonb AS events`);
-    return manager.query(`SELECT ${columns} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
+    return manager.query(`SELECT ${nodeColumns(withEvents)} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
   }
 
   async node(runId: string, name: string): Promise<NodeRow | null> {

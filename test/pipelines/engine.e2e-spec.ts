@@ -99,6 +99,41 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     }
   }, 60_000);
 
+  it('takes a run’s nodes with its lock only when no writer of the run came in between the lock’s snapshot and the lock', async () => {
+    const id = await runOn(hub, [node('a', 'true')]);
+    expect((await runEnded(hub, id)).state).toBe('Succeeded');
+    const db = hub.app.get(DataSource);
+    const runs = hub.app.get(PipelineRunsRepository);
+    // Nobody else writing: the nodes come with the lock, as a read of them gives them.
+    const alone = await db.transaction((manager) => runs.lock(manager, id, false, undefined, true));
+    expect(alone?.nodes?.map(({ name, state, exitCode }) => ({ name, state, exitCode }))).toEqual([{ name: 'a', state: 'Succeeded', exitCode: 0 }]);
+    // A writer holding the lock while the lock's statement takes its snapshot, then changing a node: the nodes are left to a read.
+    const writer = db.createQueryRunner();
+    await writer.connect();
+    try {
+      await writer.startTransaction();
+      await runs.lock(writer.manager, id, false);
+      const waiting = db.transaction((manager) => runs.lock(manager, id, false, undefined, true));
+      await poll(
+        async () =>
+          (
+            await db.query<{ count: number }[]>(
+              `SELECT count(*)::int AS count FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pipeline_run_nodes%'`,
+            )
+          )[0].count,
+        (count) => count === 1,
+        'the second lock to wait for the first',
+      );
+      await writer.query(`UPDATE pipeline_run_nodes SET exit_code = 7 WHERE run_id = $1`, [id]);
+      await writer.commitTransaction();
+      const after = await waiting;
+      expect(after?.revision).toBe((alone?.revision ?? 0) + 2);
+      expect(after?.nodes).toBeUndefined();
+    } finally {
+      await writer.release();
+    }
+  }, 60_000);
+
   it('runs a node another hub held back for the quota once the owner has room, after that hub has stopped', async () => {
     // The owner's quota (4) filled with jobs of their own, through this hub.
     const fillers: string[] = [];
