@@ -36,9 +36,9 @@ await build({
   format: 'esm',
   sourcemap: true,
   // No keepNames: it names every function expression again each time one is made (27 property
-  // definitions a list request, on the request's own closures). Without it, a class in a module
-  // initialised on first use is named with a leading underscore (_RouterExplorer), which the Nest
-  // logger's adapter (src/common/logging/hub-logger.ts) takes off.
+  // definitions a list request, on the request's own closures). Without it, some classes are named
+  // with a leading underscore (_RouterExplorer), which the log lines take off (sourceName in
+  // src/common/logging/hub-logger.ts).
   logLevel: 'warning',
   external: LOADED_AT_RUN_TIME,
   // The CommonJS packages inside an ES module still call require(): give them node's, resolving

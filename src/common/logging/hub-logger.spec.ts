@@ -62,6 +62,15 @@ describe('root logger', () => {
   });
 });
 
+describe('class names in log lines', () => {
+  it("names an error's type as its source does, the bundle's leading underscore taken off", () => {
+    // As the bundle writes some classes: `var Refused = class _Refused`.
+    const Refused = class _Refused extends Error {};
+    const line = JSON.parse(captured((logger) => logger.error({ err: new Refused('no') }, 'failed'))) as { err: { type: string; message: string } };
+    expect(line.err).toMatchObject({ type: 'Refused', message: 'no' });
+  });
+});
+
 describe("Nest's own lines", () => {
   it('quietens its start-up chatter to debug, its context named as in the bundle (a leading underscore) or not, and keeps its other lines', () => {
     const lines = captured((logger) => {

@@ -40,9 +40,19 @@ export function censorSecondLevel(object: Record<string, unknown>): Record<strin
   return copy ?? object;
 }
 
+/**
+ * A class's name as its source writes it. The bundle (scripts/bundle.mjs) writes some classes as
+ * `var X = class _X`, to keep a name the class's own body uses, and those are named `_X` at run
+ * time; log lines name classes (an error's type, Nest's contexts), which read as the source does.
+ */
+function sourceName(name: string): string {
+  return name.startsWith('_') ? name.slice(1) : name;
+}
+
 /** Errors as pino writes them, less a failed query's bound values (password hashes, credential data) and any secret field. */
 function serializeError(error: Error): Record<string, unknown> {
   const { parameters: _parameters, ...serialized } = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
+  if (typeof serialized.type === 'string') serialized.type = sourceName(serialized.type);
   return censoredFields(serialized) as Record<string, unknown>;
 }
 
@@ -108,9 +118,8 @@ export class NestLoggerAdapter implements LoggerService {
   constructor(private readonly logger: Logger) {}
 
   private write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', message: unknown, params: unknown[]): void {
-    // Nest names a logger's context after its class; in the bundle (scripts/bundle.mjs) a class
-    // whose module is initialised on first use is named with a leading underscore.
-    const context = typeof params.at(-1) === 'string' ? (params.pop() as string).replace(/^_/, '') : undefined;
+    // Nest names a logger's context after its class.
+    const context = typeof params.at(-1) === 'string' ? sourceName(params.pop() as string) : undefined;
     const stack = typeof params[0] === 'string' ? params[0] : undefined;
     const effective = context && QUIET_CONTEXTS.has(context) && (level === 'info' || level === 'error') ? 'debug' : level;
     const fields = { context, ...(stack ? { stack } : {}) };
