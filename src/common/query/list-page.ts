@@ -196,9 +196,7 @@ export async function fetchListPage<T extends ObjectLiteral, R extends ObjectLit
     // builder changes `qb`.
     const shape = unscoped ? undefined : listShape(qb, query, options, shallow.byKeys);
     const [countSql, countParameters] = listStatement(qb, shape && `count ${shape}`, () => countStatement(qb, query, options, unscoped));
-    const [sql, parameters] = listStatement(qb, shape && `page ${shape}`, () =>
-      shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
-    );
+    const [sql, parameters] = shallowPage(qb, query, options, shallow.byKeys, shape);
     const [items, totalCount] = await Promise.all([run<R[]>(qb, sql, parameters, shallow.why), runCount(qb, countSql, countParameters)]);
     return { items, totalCount };
   }
@@ -221,6 +219,17 @@ function listShape(qb: SelectQueryBuilder<ObjectLiteral>, query: ListQuery, opti
   const scope = options.scope && { owner: options.scope.owner?.column, hidesItems: hidesItems(options.scope), columns: options.scope.columns };
   // The builder's shape last and as it is (not quoted again): it is most of the key.
   return `${JSON.stringify([byKeys, query.sort, query.offset, query.limit, filters, options.columns, options.extra, options.counts, scope])}${builder}`;
+}
+
+/** A shallow page's statement, read as `byKeys` says, its text kept by `shape` (the list's, see listShape). */
+function shallowPage(
+  qb: SelectQueryBuilder<ObjectLiteral>,
+  query: ListQuery,
+  options: PageOptions,
+  byKeys: boolean,
+  shape: string | undefined,
+): [string, unknown[]] {
+  return listStatement(qb, shape && `page ${shape}`, () => (byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options)));
 }
 
 /**
@@ -371,10 +380,7 @@ export function fetchListSlice<T extends ObjectLiteral, R extends ObjectLiteral 
   whereFilters(qb, query.filters);
   if (query.offset >= DEEP_OFFSET) return selectByKeys<R>(qb, query, options, undefined, `by keys: an offset of ${DEEP_OFFSET} or more, from the start`);
   const shallow = shallowRead(qb, query);
-  const shape = listShape(qb, query, options, shallow.byKeys);
-  const [sql, parameters] = listStatement(qb, shape && `page ${shape}`, () =>
-    shallow.byKeys ? pageByKeys(qb, query, options) : sortedPage(qb, query, true, options),
-  );
+  const [sql, parameters] = shallowPage(qb, query, options, shallow.byKeys, listShape(qb, query, options, shallow.byKeys));
   return run<R[]>(qb, sql, parameters, shallow.why);
 }
 
