@@ -399,9 +399,13 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const kept = this.kept.get(runId);
       const guessed = kept && jobsToRead(kept.nodes, request.jobs);
       // With no nodes kept (the run's first pass here, or another hub wrote last), they come with the lock.
-      let locked = await this.runs.lock(manager, runId, !this.plans.has(runId), guessed?.length ? guessed : undefined, kept === undefined);
+      let locked = await this.runs.lock(manager, runId, {
+        spec: !this.plans.has(runId),
+        attemptsOf: guessed?.length ? guessed : undefined,
+        nodes: kept === undefined,
+      });
       // Its plan was let go of meanwhile (too many kept): the spec after all.
-      if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId, true);
+      if (locked && locked.spec === null && !this.plans.has(runId)) locked = await this.runs.lock(manager, runId);
       if (!locked || FINISHED_RUN.has(locked.state)) {
         this.forget(runId);
         return undefined;
@@ -944,7 +948,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     let written: KeptNodes | undefined;
     try {
       const result = await this.dataSource.transaction(async (manager) => {
-        const run = await this.runs.lock(manager, runId, false, undefined, !withKept || !this.kept.has(runId));
+        const run = await this.runs.lock(manager, runId, { spec: false, nodes: !withKept || !this.kept.has(runId) });
         if (!run || FINISHED_RUN.has(run.state)) return undefined;
         const nodes = withKept ? await this.nodesOf(manager, run) : (run.nodes ?? (await this.runs.nodesOf(runId, manager, false)));
         const done = await work(manager, run, nodes);

@@ -48,6 +48,16 @@ export interface LockedRun extends RunRow {
   readonly nodes?: NodeRow[];
 }
 
+/** What a run's lock reads besides the run (see PipelineRunsRepository.lock). */
+export interface RunLockReads {
+  /** Its spec (default true). */
+  readonly spec?: boolean;
+  /** The latest attempts of these jobs. */
+  readonly attemptsOf?: readonly string[];
+  /** Its nodes, without their events, when no writer came in between (default false). */
+  readonly nodes?: boolean;
+}
+
 export interface NodeRow {
   readonly runId: string;
   readonly name: string;
@@ -186,16 +196,17 @@ export class PipelineRunsRepository {
   /**
    * The run, locked for this transaction, its revision raised (see the RunRevisions migration):
    * every write of its nodes goes through here or setJobs, so a hub that wrote the revision before
-   * this one knows its nodes as they are. Null when there is none. Without `withSpec` its spec is
-   * left out (`null`): a run's spec never changes, and the engine keeps it parsed. With `jobIds`,
+   * this one knows its nodes as they are. Null when there is none. With `spec: false` its spec is
+   * left out (`null`): a run's spec never changes, and the engine keeps it parsed. With `attemptsOf`,
    * the latest attempts of those jobs are read in the same statement (`attempts`), read after the
-   * lock is taken: a pass that knows which jobs it will read spares a round trip. With `withNodes`,
+   * lock is taken: a pass that knows which jobs it will read spares a round trip. With `nodes`,
    * so are the run's nodes (without their events), a round trip a pass that kept none (a run's first,
    * the first after another hub wrote) spares: they are those of the statement's snapshot, taken
    * before any wait for the lock, so they come back (`nodes`) only when the revision that snapshot
    * saw is the one just raised (no writer of the run came in between), else the caller reads them.
    */
-  async lock(manager: EntityManager, id: string, withSpec = true, jobIds?: readonly string[], withNodes = false): Promise<LockedRun | null> {
+  async lock(manager: EntityManager, id: string, read: RunLockReads = {}): Promise<LockedRun | null> {
+    const { spec: withSpec = true, attemptsOf: jobIds, nodes: withNodes = false } = read;
     const columns = withSpec ? RUN_COLUMNS : RUN_COLUMNS.replace('r.spec,', 'NULL AS spec,');
     const params: unknown[] = [id];
     let extra = '';

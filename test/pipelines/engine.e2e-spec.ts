@@ -105,15 +105,15 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
     const db = hub.app.get(DataSource);
     const runs = hub.app.get(PipelineRunsRepository);
     // Nobody else writing: the nodes come with the lock, as a read of them gives them.
-    const alone = await db.transaction((manager) => runs.lock(manager, id, false, undefined, true));
+    const alone = await db.transaction((manager) => runs.lock(manager, id, { spec: false, nodes: true }));
     expect(alone?.nodes?.map(({ name, state, exitCode }) => ({ name, state, exitCode }))).toEqual([{ name: 'a', state: 'Succeeded', exitCode: 0 }]);
     // A writer holding the lock while the lock's statement takes its snapshot, then changing a node: the nodes are left to a read.
     const writer = db.createQueryRunner();
     await writer.connect();
     try {
       await writer.startTransaction();
-      await runs.lock(writer.manager, id, false);
-      const waiting = db.transaction((manager) => runs.lock(manager, id, false, undefined, true));
+      await runs.lock(writer.manager, id, { spec: false });
+      const waiting = db.transaction((manager) => runs.lock(manager, id, { spec: false, nodes: true }));
       await poll(
         async () =>
           (
