@@ -442,12 +442,8 @@ describe('the job path', () => {
       const c = clientOf(hub);
       const profileId = await c.profileId();
       const driver = hub.app.get<unknown, { launcher: { process?: { pid: number } } }>(CLUSTER_DRIVER);
-      await c.submit('outlives-its-launcher', profileId, 'sleep 0.5; echo done');
-      await poll(
-        () => Promise.resolve(driver.launcher.process?.pid),
-        (pid) => pid !== undefined,
-        'the launcher to start',
-      );
+      // Killed once it has launched the job: a launch it had taken but not yet spawned fails by design (it never runs twice).
+      await c.until((await c.submit('outlives-its-launcher', profileId, 'sleep 0.5; echo done')).id, 'running');
       const first = driver.launcher.process?.pid as number;
       process.kill(first, 'SIGKILL');
       await c.submit('after-the-launcher-died', profileId, 'echo again');
