@@ -15,9 +15,9 @@
 // docs/operations.md#start-up. Only node's built-in modules are imported statically, so that the
 // child's first mark is node's own start.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 
@@ -139,7 +139,18 @@ async function main(): Promise<void> {
   const env = { DATABASE_URL: await freshDatabase(DATABASE), HUB_ADMIN_PASSWORD: ADMIN_PASSWORD, HUB_DATA_DIR: dataDir, HUB_LOG_LEVEL: 'warn' };
   const loadBefore = load();
   try {
-    await stop(await startNode(HUB, env, '/health/ready')); // migrates
+    // The first start migrates; it and the compared tree's first start run until each has written
+    // its code cache (dist/hub.js's loader does so a few seconds in), as a deployed hub has.
+    const withCodeCache = async (hubPath: string) => {
+      const hub = await startNode(hubPath, env, '/health/ready');
+      const dist = dirname(hubPath);
+      const cached = () => readdirSync(dist).some((name) => name.endsWith('.code-cache'));
+      const until = Date.now() + 15_000;
+      while (existsSync(join(dist, 'hub-bundle.cjs')) && !cached() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+      await stop(hub);
+    };
+    await withCodeCache(HUB);
+    if (COMPARE) await withCodeCache(join(COMPARE, 'dist', 'hub.js'));
     const spawned: number[] = [];
     /** Each step's wall and CPU milliseconds, per run. */
     const steps = new Map<string, { wall: number[]; cpu: number[] }>();
