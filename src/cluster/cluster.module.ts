@@ -1,7 +1,7 @@
 import { Module, type Provider } from '@nestjs/common';
 import { availableParallelism, totalmem } from 'node:os';
 import { HubConfig } from '../common/config/hub-config.js';
-import { ANY_UNPRIVILEGED_USER, assertReachable, makeDirectory } from '../common/data-location.js';
+import { ANY_UNPRIVILEGED_USER, assertReachableAsync, makeDirectory } from '../common/data-location.js';
 import { HubLogger } from '../common/logging/hub-logger.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { DatabaseModule } from '../common/database/database.module.js';
@@ -44,13 +44,12 @@ function defaultPreparedLaunches(slots: number): number {
 const DRIVER: Provider = {
   provide: CLUSTER_DRIVER,
   inject: [HubConfig, HubLogger],
-  useFactory: (config: HubConfig, hubLogger: HubLogger): ClusterDriver => {
+  useFactory: async (config: HubConfig, hubLogger: HubLogger): Promise<ClusterDriver> => {
     const logger = hubLogger.for('cluster');
     const root = hubRunsAsRoot();
     makeDirectory(config.sharedDir, 'HUB_SHARED_DIR');
     if (config.clusterDriver === 'slurm') return new SlurmDriver({ root });
     if (!root) logger.warn(NOT_ROOT);
-    else assertReachable(ANY_UNPRIVILEGED_USER, config.sharedDir, 'Jobs run in', 'Set HUB_SHARED_DIR to a directory below directories every user can enter.');
     const slots = config.localSlots ?? availableParallelism();
     // Read before the hub moves into a group of its own below it (cgroup v2): the same limit either way.
     const hubMemoryLimitMiB = ExecutionCgroups.ownMemoryLimitMiB();
@@ -63,10 +62,26 @@ const DRIVER: Provider = {
     if (detected && 'problem' in detected) logger.warn({ problem: detected.problem }, NO_CGROUPS);
     else if (cgroups)
       logger.info({ pids: cgroups.pids, memory: cgroups.memory, defaults, hubMemoryLimitMiB }, 'Each execution runs in control groups of its own here');
-    return new LocalDriver(
-      { labels: config.localNodeLabels, slots, root, cgroups, defaults, prepared: config.localPreparedLaunches ?? defaultPreparedLaunches(slots) },
-      logger,
-    );
+    // The checks that run programs run at once, and the start goes on meanwhile.
+    const [made, reachable] = await Promise.allSettled([
+      LocalDriver.create(
+        { labels: config.localNodeLabels, slots, root, cgroups, defaults, prepared: config.localPreparedLaunches ?? defaultPreparedLaunches(slots) },
+        logger,
+      ),
+      root &&
+        assertReachableAsync(
+          ANY_UNPRIVILEGED_USER,
+          config.sharedDir,
+          'Jobs run in',
+          'Set HUB_SHARED_DIR to a directory below directories every user can enter.',
+        ),
+    ]);
+    if (made.status === 'rejected') throw made.reason;
+    if (reachable.status === 'rejected') {
+      await made.value.close();
+      throw reachable.reason;
+    }
+    return made.value;
   },
 };
 

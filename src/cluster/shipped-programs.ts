@@ -4,9 +4,9 @@ import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { HubConfig } from '../common/config/hub-config.js';
-import { ANY_UNPRIVILEGED_USER, blockedFor } from '../common/data-location.js';
+import { ANY_UNPRIVILEGED_USER, blockedForAsync } from '../common/data-location.js';
 import { sourceFile } from '../common/source-files.js';
 import { hubRunsAsRoot } from './drivers/host-tools.js';
 
@@ -81,6 +81,12 @@ function openToJobUsers(root: string): void {
   } else chmodSync(root, info.mode & 0o111 ? 0o755 : 0o644);
 }
 
+/** Whether every job user can reach and execute the hub's own Node.js (always, when the hub is not root: jobs run as its user). */
+async function ownNodeUsableByJobUsers(): Promise<boolean> {
+  const own = process.execPath;
+  return !hubRunsAsRoot() || ((await blockedForAsync(ANY_UNPRIVILEGED_USER, dirname(own))) === undefined && (statSync(own).mode & 0o001) !== 0);
+}
+
 /**
  * Programs the hub ships for workloads (api-map §9): the sessions' `files` server, library workers,
  * and the Node.js that runs them. Each is placed under HUB_SHARED_DIR (so Slurm nodes reach it
@@ -90,12 +96,21 @@ function openToJobUsers(root: string): void {
  * users may not be able to enter.
  */
 @Injectable()
-export class ShippedPrograms {
+export class ShippedPrograms implements OnModuleInit {
   private readonly placed = new Map<string, string>();
   private libraryWorkerPlaced?: Promise<PlacedProgram>;
+  /**
+   * Whether every job user can run the hub's own Node.js: asked as one of them (a program run) from
+   * the moment this is made, so that the start goes on meanwhile (see node()).
+   */
+  private readonly ownNodeUsable: Promise<boolean> = ownNodeUsableByJobUsers();
   private nodePath?: string;
 
   constructor(private readonly config: HubConfig) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.settleNode();
+  }
 
   /** The path of `name` (its content read from `source`) placed for job users; placed at the first call. */
   place(name: string, source: URL | string): string {
@@ -110,13 +125,17 @@ export class ShippedPrograms {
 
   /**
    * The Node.js binary job users run shipped programs with: the hub's own when every job user can
-   * reach and execute it (a system install), else a copy placed like the programs.
+   * reach and execute it (a system install), else a copy placed like the programs. Settled when the
+   * module starts (onModuleInit).
    */
   node(): string {
-    if (this.nodePath) return this.nodePath;
-    const own = process.execPath;
-    const reachable = !hubRunsAsRoot() || (blockedFor(ANY_UNPRIVILEGED_USER, dirname(own)) === undefined && (statSync(own).mode & 0o001) !== 0);
-    this.nodePath = reachable ? own : this.write('node', `node-${process.version}`, (target) => copyFileSync(own, target));
+    if (this.nodePath === undefined) throw new Error('ShippedPrograms.node() was asked before its module started');
+    return this.nodePath;
+  }
+
+  private async settleNode(): Promise<string> {
+    const usable = await this.ownNodeUsable;
+    this.nodePath ??= usable ? process.execPath : this.write('node', `node-${process.version}`, (target) => copyFileSync(process.execPath, target));
     return this.nodePath;
   }
 
@@ -160,7 +179,7 @@ export class ShippedPrograms {
         });
       }
     });
-    return { node: this.node(), entry: join(directory, 'libraries', 'worker', 'main.js') };
+    return { node: await this.settleNode(), entry: join(directory, 'libraries', 'worker', 'main.js') };
   }
 
   /** A worker file's content as JavaScript: as built, or transpiled from the TypeScript source. */

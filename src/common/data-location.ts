@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -44,21 +44,32 @@ function pathFromRoot(path: string): string[] {
   }
 }
 
+/** The probe of {@link blockedFor}: `sh`, as `user`, trying each directory on the way to `path` that exists. */
+function probeOf(user: Reacher, path: string): { args: string[]; options: { uid: number; gid: number; env: NodeJS.ProcessEnv }; first: string } {
+  const existing = pathFromRoot(path).filter((directory) => existsSync(directory));
+  return {
+    args: ['-c', 'for d do test -x "$d" || { printf %s "$d"; exit 1; }; done', 'sh', ...existing],
+    options: { uid: user.uid, gid: user.gid, env: { PATH: '/usr/bin:/bin' } },
+    first: existing[0],
+  };
+}
+
 /**
  * The first directory on the way to `path` (itself included) that `user` cannot enter, found by
  * asking as that user (so ACLs and every other rule count); undefined when it gets through.
  * Directories not made yet are not tried: the hub makes them itself.
  */
 export function blockedFor(user: Reacher, path: string): string | undefined {
-  const existing = pathFromRoot(path).filter((directory) => existsSync(directory));
-  const probe = spawnSync('/bin/sh', ['-c', 'for d do test -x "$d" || { printf %s "$d"; exit 1; }; done', 'sh', ...existing], {
-    uid: user.uid,
-    gid: user.gid,
-    encoding: 'utf8',
-    env: { PATH: '/usr/bin:/bin' },
-  });
+  const { args, options, first } = probeOf(user, path);
+  const probe = spawnSync('/bin/sh', args, { ...options, encoding: 'utf8' });
   if (probe.status === 0) return undefined;
-  return probe.stdout || existing[0];
+  return probe.stdout || first;
+}
+
+/** {@link blockedFor} without holding the hub's thread while the probe runs (a start asks several such things at once). */
+export function blockedForAsync(user: Reacher, path: string): Promise<string | undefined> {
+  const { args, options, first } = probeOf(user, path);
+  return new Promise((resolve) => execFile('/bin/sh', args, { ...options, encoding: 'utf8' }, (error, stdout) => resolve(error ? stdout || first : undefined)));
 }
 
 /** Why a user cannot use a path, and the setting that puts it elsewhere: the message of every such failure. */
@@ -69,6 +80,12 @@ export function unreachableMessage(what: string, path: string, user: string, blo
 /** Throws a {@link StartupError} naming the path, the user and the setting when `user` cannot reach `path`. */
 export function assertReachable(user: Reacher, path: string, what: string, remedy: string): void {
   const blocked = blockedFor(user, path);
+  if (blocked) throw new StartupError(unreachableMessage(what, path, user.name, blocked, remedy));
+}
+
+/** {@link assertReachable} through {@link blockedForAsync}. */
+export async function assertReachableAsync(user: Reacher, path: string, what: string, remedy: string): Promise<void> {
+  const blocked = await blockedForAsync(user, path);
   if (blocked) throw new StartupError(unreachableMessage(what, path, user.name, blocked, remedy));
 }
 

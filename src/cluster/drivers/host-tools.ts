@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 
@@ -28,11 +28,6 @@ export function hubRunsAsRoot(): boolean {
 }
 
 /** Whether a command runs to a 0 exit, with the privileged environment (a probe of what the machine allows). */
-export function succeeds(program: string, args: readonly string[]): boolean {
-  try {
-    execFileSync(program, args, { env: PRIVILEGED_ENV, stdio: 'ignore', timeout: 5000 });
-    return true;
-  } catch {
-    return false;
-  }
+export function succeeds(program: string, args: readonly string[]): Promise<boolean> {
+  return new Promise((resolve) => execFile(program, args, { env: PRIVILEGED_ENV, timeout: 5000 }, (error) => resolve(error === null)));
 }

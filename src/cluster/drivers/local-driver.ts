@@ -167,9 +167,6 @@ export class LocalDriver implements ClusterDriver {
   readonly queues = false;
   private readonly listeners: (() => void)[] = [];
   private readonly exitListeners: ((executionId: string, ended?: Ended) => void)[] = [];
-  private readonly programs: LaunchPrograms;
-  /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
-  private readonly userNamespaces: boolean;
   private readonly watched = new Map<string, Watched | null>();
   private readonly launcher: Launcher;
   /** The monitor of each execution this hub launched, and its directory, until it ends: its process group is what a stop or an end kills. */
@@ -186,26 +183,40 @@ export class LocalDriver implements ClusterDriver {
   private readonly exitedAt = new Map<string, { readonly at: string; readonly code?: number }>();
   readonly preparesPerNode: number;
 
-  constructor(
-    private readonly options: LocalDriverOptions,
-    logger?: Logger,
-  ) {
+  /**
+   * A local driver, once the host has said what it allows: whether `unshare` can take a launch's
+   * identity itself (as root), or give it a PID namespace inside a user namespace (without root).
+   * Each is asked by running it; both at once, without holding the hub's thread, so that the rest
+   * of the start (the database above all) goes on meanwhile.
+   */
+  static async create(options: LocalDriverOptions, logger?: Logger): Promise<LocalDriver> {
     const unshare = options.root ? required('unshare', 'a PID namespace per execution') : systemProgram('unshare');
-    const setpriv = options.root ? required('setpriv', 'running each job as its user') : undefined;
     const sh = required('sh', 'the launch');
-    this.programs = {
+    const [unshareSetsIdentity, userNamespaces] = await Promise.all([
+      options.root && unshare !== undefined && succeeds(unshare, ['--setuid', '65534', '--setgid', '65534', '--', sh, '-c', ':']),
+      !options.root &&
+        unshare !== undefined &&
+        succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', sh, '-c', ':']),
+    ]);
+    const programs: LaunchPrograms = {
       sh,
       setsid: required('setsid', 'the launch'),
       mkfifo: required('mkfifo', 'the launch'),
       unshare,
-      setpriv,
+      setpriv: options.root ? required('setpriv', 'running each job as its user') : undefined,
       prlimit: options.root && !options.cgroups ? systemProgram('prlimit') : undefined,
-      unshareSetsIdentity: options.root && unshare !== undefined && succeeds(unshare, ['--setuid', '65534', '--setgid', '65534', '--', sh, '-c', ':']),
+      unshareSetsIdentity,
     };
-    this.userNamespaces =
-      !options.root &&
-      unshare !== undefined &&
-      succeeds(unshare, ['--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child', '--', this.programs.sh, '-c', ':']);
+    return new LocalDriver(options, programs, userNamespaces, logger);
+  }
+
+  private constructor(
+    private readonly options: LocalDriverOptions,
+    private readonly programs: LaunchPrograms,
+    /** Without root: whether an unprivileged user namespace can still give each execution its own PID namespace. */
+    private readonly userNamespaces: boolean,
+    logger?: Logger,
+  ) {
     this.runtime = makeRuntimeDir(options.root, logger);
     this.launcher = new Launcher(
       this.programs,
