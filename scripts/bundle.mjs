@@ -32,9 +32,9 @@ const LOADED_AT_RUN_TIME = [
 ];
 
 /**
- * Two package module bodies that spend a start's time on what the hub never uses, rewritten as the
+ * Package module bodies that spend a start's time on what the hub never uses, rewritten as the
  * bundle is made; each rewrite must find its text, or the build fails (a package's new version is
- * then looked at again). Together about 45 ms of a start's CPU (docs/operations.md, start-up).
+ * then looked at again). Together 70-90 ms of a start's CPU (docs/operations.md, start-up).
  */
 const START_TRIMS = [
   {
@@ -53,6 +53,18 @@ const START_TRIMS = [
         to: 'let dateTimeFormatter;\nconst makeDateTimeFormatter = () => new Intl.DateTimeFormat(undefined, {',
       },
       { from: 'return dateTimeFormatter.format(Date.now());', to: 'return (dateTimeFormatter ??= makeDateTimeFormatter()).format(Date.now());' },
+    ],
+  },
+  {
+    // undici (under the sessions' proxy) reads the global Headers as its cookie functions' module
+    // loads, which loads Node 20's own copy of undici (25-40 ms): read at those functions' first
+    // call instead (the hub calls none of them).
+    file: /node_modules\/undici\/lib\/web\/cookies\/index\.js$/,
+    edits: [
+      {
+        from: 'const brandChecks = webidl.brandCheckMultiple([Headers, globalThis.Headers].filter(Boolean))',
+        to: 'let checks; const brandChecks = (headers) => (checks ??= webidl.brandCheckMultiple([Headers, globalThis.Headers].filter(Boolean)))(headers)',
+      },
     ],
   },
 ];

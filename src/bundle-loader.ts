@@ -49,15 +49,22 @@ function keep(script: Script): void {
   }
 }
 
-const cachedData = cached();
-// The bundle is ASCII (scripts/bundle.mjs escapes the rest), which latin1 reads as it is: 15 ms for
-// 10 MB, where Node 20's UTF-8 read takes 90-100. CommonJS's own wrapper goes on the bundle's first
-// line, so that its stack traces keep their lines.
-const source = readFileSync(bundle, 'latin1');
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
-  filename: bundle,
-  cachedData,
-});
-if (cachedData === undefined || script.cachedDataRejected) setTimeout(() => keep(script), CACHE_AFTER_MS).unref();
-const module = { exports: {} };
-(script.runInThisContext() as (...args: unknown[]) => void)(module.exports, createRequire(bundle), module, bundle, here);
+function runWithCodeCache(): void {
+  const cachedData = cached();
+  // The bundle is ASCII (scripts/bundle.mjs escapes the rest), which latin1 reads as it is: 15 ms for
+  // 10 MB, where Node 20's UTF-8 read takes 90-100. CommonJS's own wrapper goes on the bundle's first
+  // line, so that its stack traces keep their lines.
+  const source = readFileSync(bundle, 'latin1');
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: bundle,
+    cachedData,
+  });
+  if (cachedData === undefined || script.cachedDataRejected) setTimeout(() => keep(script), CACHE_AFTER_MS).unref();
+  const module = { exports: {} };
+  (script.runInThisContext() as (...args: unknown[]) => void)(module.exports, createRequire(bundle), module, bundle, here);
+}
+
+// Node 20 maps the stack traces of a vm.Script through no source map: with --enable-source-maps
+// (someone debugging), the bundle is required as the module it is, without the cache.
+if (process.sourceMapsEnabled) createRequire(import.meta.url)(bundle);
+else runWithCodeCache();

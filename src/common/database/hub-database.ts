@@ -1,5 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { join } from 'node:path';
+import pg from 'pg';
 import type { Logger } from 'pino';
 import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from '../../../migrations/index.js';
@@ -21,6 +22,9 @@ const MIGRATION_LOCK = 7_236_267_218_633_830_400n;
 export function dataSourceOptions(url: string, entities: EntityList = [], poolSize = 10): DataSourceOptions {
   return {
     type: 'postgres',
+    // The hub's own pg, not one TypeORM loads by name at run time: in the bundle (dist/hub.js) that
+    // was a second copy, loaded and set up again at every start, from node_modules.
+    driver: pg,
     url,
     entities,
     migrations: MIGRATIONS,
