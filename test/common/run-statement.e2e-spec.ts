@@ -13,7 +13,7 @@ describe('a statement run on the pool directly', () => {
   let dataSource: DataSource;
 
   beforeAll(async () => {
-    dataSource = new DataSource({ type: 'postgres', url: process.env[SERVER_URL_VARIABLE], extra: { max: 1, connectionTimeoutMillis: 100 } });
+    dataSource = new DataSource({ type: 'postgres', url: process.env[SERVER_URL_VARIABLE], extra: { max: 1, connectionTimeoutMillis: 2_000 } });
     await dataSource.initialize();
   });
 

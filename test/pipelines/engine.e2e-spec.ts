@@ -82,7 +82,8 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
   it('flags a node’s stored logs with its run’s next write, a statement of their own only after the last', async () => {
     const flags = jest.spyOn(hub.app.get(PipelineRunsRepository), 'setLogsStored');
     try {
-      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 0.4', index + 1 < names.length ? [names[index + 1]] : []));
+      // A second a node: time enough for a node's logs to be copied out before the next one's end, even while other suites load the machine.
+      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 1', index + 1 < names.length ? [names[index + 1]] : []));
       const id = await runOn(hub, chain);
       expect((await runEnded(hub, id)).state).toBe('Succeeded');
       const db = hub.app.get(DataSource);
