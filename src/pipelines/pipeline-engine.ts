@@ -131,6 +131,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Nodes whose logs were stored, per run, not yet flagged so in the database (see flagLogsStored). */
   private readonly logsToFlag = new Map<string, Set<string>>();
   private flagging?: NodeJS.Timeout;
+  /** LOG_FLAGS_AFTER_MS; a spec lengthens it to see what passes flag whatever the machine's load. */
+  private readonly logFlagsAfterMs = LOG_FLAGS_AFTER_MS;
   /** Each run's spec, parsed, and its graph: a run's spec never changes, and a pass would otherwise parse both again. */
   private readonly plans = new Map<string, RunPlan>();
   /**
@@ -1008,7 +1010,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const names = this.logsToFlag.get(runId) ?? new Set<string>();
       this.logsToFlag.set(runId, names.add(node.name));
       if (!this.flagging) {
-        this.flagging = setTimeout(() => void this.flagLogsStored(), LOG_FLAGS_AFTER_MS);
+        this.flagging = setTimeout(() => void this.flagLogsStored(), this.logFlagsAfterMs);
         this.flagging.unref();
       }
     } catch (error) {
