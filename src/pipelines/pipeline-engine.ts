@@ -132,7 +132,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly logsToFlag = new Map<string, Set<string>>();
   private flagging?: NodeJS.Timeout;
   /** LOG_FLAGS_AFTER_MS; a spec lengthens it to see what passes flag whatever the machine's load. */
-  private readonly logFlagsAfterMs = LOG_FLAGS_AFTER_MS;
+  private logFlagsAfterMs = LOG_FLAGS_AFTER_MS;
   /** Each run's spec, parsed, and its graph: a run's spec never changes, and a pass would otherwise parse both again. */
   private readonly plans = new Map<string, RunPlan>();
   /**
@@ -251,11 +251,16 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.holdingBack.delete(runId);
   }
 
-  /** The locked run's nodes: those kept when this hub wrote the revision before, else those read with the lock, else read (without their events). */
+  /** The locked run's nodes: those kept when this hub wrote the revision before, else as readNodes gives them. */
   private async nodesOf(manager: EntityManager, run: LockedRun): Promise<NodeRow[]> {
     const kept = this.kept.get(run.id);
     this.kept.delete(run.id);
     if (kept?.revision === run.revision - 1) return kept.nodes;
+    return this.readNodes(manager, run);
+  }
+
+  /** The locked run's nodes as its lock read them, else read (without their events). */
+  private async readNodes(manager: EntityManager, run: LockedRun): Promise<NodeRow[]> {
     return run.nodes ?? this.runs.nodesOf(run.id, manager, false);
   }
 
@@ -952,7 +957,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
       const result = await this.dataSource.transaction(async (manager) => {
         const run = await this.runs.lock(manager, runId, { spec: false, nodes: !withKept || !this.kept.has(runId) });
         if (!run || FINISHED_RUN.has(run.state)) return undefined;
-        const nodes = withKept ? await this.nodesOf(manager, run) : (run.nodes ?? (await this.runs.nodesOf(runId, manager, false)));
+        const nodes = withKept ? await this.nodesOf(manager, run) : await this.readNodes(manager, run);
         const done = await work(manager, run, nodes);
         if (withKept) written = { revision: run.revision, nodes };
         return done;
