@@ -136,11 +136,13 @@ describe('library pools on two hubs sharing one database', () => {
   });
 
   it('tries a refused replacement again as soon as one of the publisher’s jobs ends', async () => {
-    const batch = await (await workloadsOn(first)).run('sleep 4');
+    // It runs until stopped, so that the refusal is seen however slow the machine: its end is the spec's to choose.
+    const batch = await (await workloadsOn(first)).run('sleep 300');
     setQuota([first, second], 2);
     const [, worker] = await workerRows(first, library);
     process.kill(workerPid(worker.secret as string) as number, 'SIGKILL');
     await untilStatus(first, library, admin, (current) => current.workers['1'].state === 'failed', 'worker 1 failed');
+    expect((await libraryClient(first).post(`/api/v2/cluster/jobs/${batch.id}/stop`, {}, admin)).statusCode).toBe(200);
     // No clock moves: the batch job's end makes the room, and its announcement the retry.
     const ready = await untilStatus(
       second,
