@@ -45,7 +45,8 @@ describe('dependent jobs', () => {
   afterAll(() => hub?.close());
 
   it('holds a job, pending and off the CPUs, until its dependency succeeds, then starts it after that one ended', async () => {
-    const first = await w.run('sleep 1');
+    // Long enough that, on a loaded machine too, the held job is seen prepared before its dependency ends.
+    const first = await w.run('sleep 3');
     const then = await w.run('true', { dependsOn: first.id });
     expect(then).toMatchObject({ status: 'pending', properties: { dependsOn: first.id } });
     await heard.untilKind(first.id, 'started');
