@@ -7,7 +7,9 @@ import { EmbeddedPostgres, permissionAdvice, reachableBinaries } from './databas
 import {
   ANY_UNPRIVILEGED_USER,
   assertReachable,
+  assertReachableAsync,
   blockedFor,
+  blockedForAsync,
   locateData,
   makeDirectory,
   openStateDirectory,
@@ -116,6 +118,31 @@ asRoot('as root', () => {
       chmodSync(closed, 0o711);
       expect(blockedFor(ANY_UNPRIVILEGED_USER, join(closed, 'hub/.data'))).toBeUndefined();
       expect(blockedFor(ANY_UNPRIVILEGED_USER, join(closed, 'not/made/yet'))).toBeUndefined();
+    });
+  });
+
+  describe('blockedForAsync', () => {
+    it('answers as blockedFor does, without holding the thread while the probe runs', async () => {
+      const closed = closedDir();
+      mkdirSync(join(closed, 'hub/.data'), { recursive: true });
+      expect(await blockedForAsync(ANY_UNPRIVILEGED_USER, join(closed, 'hub/.data'))).toBe(closed);
+      expect(await blockedForAsync(ANY_UNPRIVILEGED_USER, join(closed, 'not/made/yet'))).toBe(closed);
+      chmodSync(closed, 0o711);
+      expect(await blockedForAsync(ANY_UNPRIVILEGED_USER, join(closed, 'hub/.data'))).toBeUndefined();
+      expect(await blockedForAsync(ANY_UNPRIVILEGED_USER, join(closed, 'not/made/yet'))).toBeUndefined();
+    });
+  });
+
+  describe('assertReachableAsync', () => {
+    it('rejects with the StartupError assertReachable throws, and resolves where the user gets through', async () => {
+      const closed = closedDir();
+      const refused = assertReachableAsync(ANY_UNPRIVILEGED_USER, join(closed, 'work'), 'Jobs run in', 'Set HUB_SHARED_DIR elsewhere.');
+      await expect(refused).rejects.toBeInstanceOf(StartupError);
+      await expect(refused).rejects.toThrow(
+        `Jobs run in ${closed}/work, but the unprivileged users jobs run as cannot enter ${closed}, above it. Set HUB_SHARED_DIR elsewhere.`,
+      );
+      chmodSync(closed, 0o711);
+      await expect(assertReachableAsync(ANY_UNPRIVILEGED_USER, join(closed, 'work'), 'Jobs run in', 'Set HUB_SHARED_DIR elsewhere.')).resolves.toBeUndefined();
     });
   });
 
