@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type pg from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
+import { KeptPlans } from '../common/database/kept-plans.js';
 import { runNamed, type NamedStatement } from '../common/database/named-statements.js';
 import { TooManyRequestsError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
@@ -652,30 +653,39 @@ export class ClusterRepository {
     decide: (pending: PendingExecution[], nodes: NodeRoom[], holdings: Holding[], locked: Set<string> | undefined, held: HeldFound) => Placement,
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted
-    // by the driver) so that several statements go at once: every job takes this path.
+    // by the driver) so that several statements go at once: every job takes this path. The reads'
+    // texts repeat round after round (the hub's nodes, the line's limit), and are kept planned.
     const ids = (values: readonly string[]) => `ARRAY[${values.map((value) => `'${uuid(value)}'`).join(',')}]::uuid[]`;
     const runner = this.dataSource.createQueryRunner();
     const client = (await runner.connect()) as pg.PoolClient;
+    const plans = new KeptPlans(client);
     const batch = async (statements: string[]): Promise<pg.QueryResult[]> => {
-      const results = (await client.query(statements.join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
-      return Array.isArray(results) ? results : [results];
+      const prelude = plans.prelude();
+      const results = (await client.query([...prelude, ...statements].join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
+      return (Array.isArray(results) ? results : [results]).slice(prelude.length);
     };
+    const kept = (text: string) => plans.execute(text);
     try {
       const read = await batch([
         'BEGIN',
         // Taken before what follows reads (each statement reads what was committed when it began).
         ...(exclusive
-          ? [`SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`]
+          ? [
+              kept(
+                `SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`,
+              ),
+            ]
           : []),
-        ...(line.lockOwners ? [lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`)] : []),
+        ...(line.lockOwners ? [kept(lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`))] : []),
         // Before what is read from the end of the results.
-        ...(held.prepare > 0 ? [heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds))] : []),
+        ...(held.prepare > 0 ? [kept(heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds)))] : []),
+        // Its ids are this round's own: planned as it comes.
         ...(held.launches.length > 0 ? [releasedStatement(ids(held.launches))] : []),
-        `SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
+        kept(`SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
-         FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`,
-        ...(line.fair ? [HOLDINGS_STATEMENT] : []),
-        lineStatement(integer(limit), line.fair),
+         FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`),
+        ...(line.fair ? [kept(HOLDINGS_STATEMENT)] : []),
+        kept(lineStatement(integer(limit), line.fair)),
       ]);
       const locked = line.lockOwners ? new Set((read[exclusive ? 2 : 1].rows as { ownerId: string }[]).map((row) => row.ownerId)) : undefined;
       const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];
@@ -701,19 +711,25 @@ export class ClusterRepository {
         ...(notices && notices.length > 0
           ? [`SELECT pg_notify('hub_changes', n) FROM unnest(ARRAY[${notices.map((notice) => client.escapeLiteral(notice)).join(',')}]::text[]) AS n`]
           : []),
+        // Kept planned, its claims as parameters: one text for every round of this hub.
         ...(claims.length > 0
           ? [
-              `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, prepared = c.prepared, modified = now(),
-                      task_state = CASE WHEN c.event IS NULL THEN e.task_state ELSE jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(c.event)) END
-               FROM unnest(${ids(claims.map((claim) => claim.id))}, ${ids(claims.map((claim) => claim.nodeId))},
-                           ARRAY[${claims.map((claim) => String(claim.prepared)).join(',')}]::boolean[],
-                           ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[])
-                      AS c(id, node_id, prepared, event), cluster_jobs j
-               WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
-                 AND ${OWNER_ACTIVE} AND (c.prepared OR ${NOT_HELD})
-               RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
-                         e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
-                         e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey", e.held_by AS "heldBy"`,
+              plans.execute(
+                `UPDATE job_executions e SET node_id = c.node_id, hub = ${integer(hub)}, prepared = c.prepared, modified = now(),
+                        task_state = CASE WHEN c.event IS NULL THEN e.task_state ELSE jsonb_set(e.task_state, '{events}', (e.task_state->'events') || jsonb_build_array(c.event)) END
+                 FROM unnest($1::uuid[], $2::uuid[], $3::boolean[], $4::jsonb[]) AS c(id, node_id, prepared, event), cluster_jobs j
+                 WHERE e.id = c.id AND j.id = e.job_id AND e.status = 'pending' AND (e.node_id IS NULL OR (e.hub = ${integer(hub)} AND e.prepared))
+                   AND ${OWNER_ACTIVE} AND (c.prepared OR ${NOT_HELD})
+                 RETURNING e.id, e.job_id AS "jobId", e.node_id AS "nodeId", j.task, e.task_state AS "taskState", e.reserved_cpu AS "reservedCpu",
+                           e.reserved_memory AS "reservedMemory", e.execution_dir AS "executionDir", e.created, e.priority, e.prepared,
+                           e.owner_id AS "ownerId", j.type, j.workload_key AS "workloadKey", e.held_by AS "heldBy"`,
+                [
+                  ids(claims.map((claim) => claim.id)),
+                  ids(claims.map((claim) => claim.nodeId)),
+                  `ARRAY[${claims.map((claim) => String(claim.prepared)).join(',')}]::boolean[]`,
+                  `ARRAY[${claims.map((claim) => (claim.event ? `${client.escapeLiteral(JSON.stringify(claim.event))}::jsonb` : 'NULL')).join(',')}]::jsonb[]`,
+                ],
+              ),
             ]
           : []),
         'COMMIT',
@@ -721,6 +737,7 @@ export class ClusterRepository {
       return claims.length > 0 ? (written.at(-2)?.rows as ClaimedExecution[]) : [];
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
+      await plans.resync().catch(() => undefined);
       throw error;
     } finally {
       await runner.release();

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { latestAttemptsSelect, type LatestAttemptRow } from '../cluster/cluster.service.js';
+import { queryKept } from '../common/database/named-statements.js';
 import type { NamespaceScope } from '../common/http/access-scope.js';
 import { fetchListSlice, isoTime, whereInScopeOrOwned } from '../common/query/list-page.js';
 import type { ListQuery } from '../common/query/list-query.js';
@@ -189,7 +190,9 @@ export class PipelineRunsRepository {
   }
 
   async find(id: string, manager: EntityManager = this.dataSource.manager): Promise<RunRow | null> {
-    const rows: RunRow[] = await manager.query(`SELECT ${RUN_COLUMNS} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1`, [id]);
+    const rows = await queryKept<RunRow>(manager, `SELECT ${RUN_COLUMNS} FROM pipeline_runs r JOIN namespaces n ON n.id = r.namespace_id WHERE r.id = $1`, [
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
@@ -217,7 +220,9 @@ export class PipelineRunsRepository {
     if (withNodes)
       extra += `, (SELECT revision FROM pipeline_runs WHERE id = $1) AS "seenRevision",
         (SELECT coalesce(json_agg(o ORDER BY o.position), '[]') FROM (SELECT ${nodeColumns(false)} FROM pipeline_run_nodes WHERE run_id = $1) o) AS nodes`;
-    const rows: (LockedRun & { seenRevision?: number })[] = await manager.query(
+    // Of a few shapes (the options above), each kept planned: a pass of every node's end runs it.
+    const rows = await queryKept<LockedRun & { seenRevision?: number }>(
+      manager,
       `WITH r AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING *) SELECT ${columns}, r.revision${extra} FROM r JOIN namespaces n ON n.id = r.namespace_id`,
       params,
     );
@@ -233,7 +238,7 @@ export class PipelineRunsRepository {
    * many nodes the most of its time).
    */
   nodesOf(runId: string, manager: EntityManager = this.dataSource.manager, withEvents = true): Promise<NodeRow[]> {
-    return manager.query(`SELECT ${nodeColumns(withEvents)} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
+    return queryKept(manager, `SELECT ${nodeColumns(withEvents)} FROM pipeline_run_nodes WHERE run_id = $1 ORDER BY position`, [runId]);
   }
 
   async node(runId: string, name: string): Promise<NodeRow | null> {
@@ -244,7 +249,8 @@ export class PipelineRunsRepository {
   /** Writes back the nodes the engine changed, in one statement; their `events` are appended to those stored. */
   async saveNodes(manager: EntityManager, nodes: readonly NodeRow[]): Promise<void> {
     if (nodes.length === 0) return;
-    await manager.query(
+    await queryKept(
+      manager,
       `UPDATE pipeline_run_nodes n SET state = c.state, outcome = c.outcome, attempt = c.attempt, job_id = c.job_id, execution_id = c.execution_id,
          exit_code = c.exit_code, started_at = c.started_at, finished_at = c.finished_at, retry_at = c.retry_at, deadline = c.deadline,
          timed_out = c.timed_out, over_quota = c.over_quota, logs_stored = n.logs_stored OR c.logs_stored, events = n.events || c.events
@@ -281,7 +287,8 @@ export class PipelineRunsRepository {
     id: string,
     change: { state: RunState; cancelled?: boolean; startedAt?: string | null; finishedAt?: string | null },
   ): Promise<void> {
-    await manager.query(
+    await queryKept(
+      manager,
       `UPDATE pipeline_runs SET state = $2, cancelled = cancelled OR $3, started_at = coalesce(started_at, $4), finished_at = coalesce(finished_at, $5) WHERE id = $1`,
       [id, change.state, change.cancelled ?? false, change.startedAt ?? null, change.finishedAt ?? null],
     );
@@ -294,7 +301,8 @@ export class PipelineRunsRepository {
    * the run is gone.
    */
   async setJobs(runId: string, jobs: readonly { readonly name: string; readonly jobId: string }[]): Promise<{ ended: boolean; revision: number } | null> {
-    const rows: { ended: boolean; revision: number }[] = await this.dataSource.query(
+    const rows = await queryKept<{ ended: boolean; revision: number }>(
+      this.dataSource.manager,
       `WITH bump AS (UPDATE pipeline_runs SET revision = revision + 1 WHERE id = $1 RETURNING state, revision),
        set AS (UPDATE pipeline_run_nodes n SET job_id = j.job_id, over_quota = false FROM jsonb_to_recordset($2::jsonb) AS j(name text, job_id uuid)
          WHERE n.run_id = $1 AND n.name = j.name AND n.job_id IS NULL AND EXISTS (SELECT FROM bump))
@@ -310,7 +318,8 @@ export class PipelineRunsRepository {
    * the nodes without the flag only copies their logs once more (a pass's write keeps the flag).
    */
   async setLogsStored(runId: string, names: readonly string[]): Promise<void> {
-    await this.dataSource.query(
+    await queryKept(
+      this.dataSource.manager,
       `WITH r AS (SELECT FROM pipeline_runs WHERE id = $1 FOR UPDATE)
        UPDATE pipeline_run_nodes SET logs_stored = true WHERE run_id = $1 AND name = ANY($2::text[]) AND EXISTS (SELECT FROM r)`,
       [runId, names],

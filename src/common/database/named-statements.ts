@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { QueryFailedError, type DataSource } from 'typeorm';
+import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
 
 /**
  * A statement the hub runs on every job (a submission, a start, an end): run under its name,
@@ -25,6 +26,37 @@ export async function runNamed<Row>(
     return await pool.query<Row & pg.QueryResultRow>({ name: statement.name, text: statement.text, values: [...values] });
   } catch (error) {
     throw new QueryFailedError(statement.text, [...values], error as Error);
+  }
+}
+
+/** The name a statement's text is kept under by {@link queryKept}: the same on every connection, from the text alone. */
+const keptNames = new Map<string, string>();
+function keptName(text: string): string {
+  let name = keptNames.get(text);
+  if (name === undefined) {
+    name = `hub_named_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    if (keptNames.size >= 1024) keptNames.clear();
+    keptNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * `manager.query(text, values)` for a statement the hub runs for every node of every pipeline (a
+ * pass's lock and writes), as a named statement on the connection the manager queries on (its
+ * transaction's, or a pooled one), named after its text: planned by PostgreSQL a few times on each
+ * connection, then no more. Its rows (for an UPDATE without RETURNING, none), its failures as
+ * TypeORM's. Only for texts of a fixed few shapes: each is kept on every connection it reaches.
+ */
+export async function queryKept<Row>(manager: EntityManager, text: string, values: readonly unknown[]): Promise<Row[]> {
+  const statement = { name: keptName(text), text };
+  const runner = manager.queryRunner;
+  if (!runner || runner.isReleased) return (await runNamed<Row>(manager.connection, statement, values)).rows;
+  const client = (await runner.connect()) as pg.PoolClient;
+  try {
+    return (await client.query<Row & pg.QueryResultRow>({ ...statement, values: [...values] })).rows;
+  } catch (error) {
+    throw new QueryFailedError(text, [...values], error as Error);
   }
 }
 
