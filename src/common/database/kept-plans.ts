@@ -1,23 +1,10 @@
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { statementName } from './named-statements.js';
 
 /** The most statements one connection keeps planned; past it, the one kept longest is let go. */
 const KEPT_PER_CONNECTION = 64;
-/** The prefix of the names of kept statements, which no other statement of the hub's uses. */
+/** The prefix of the names of kept statements, which no other statement of the hub's uses (queryKept's are `hub_named_`). */
 const PREFIX = 'hub_kept_';
-
-/** The name a text is kept under: the same on every connection, from the text alone. */
-const names = new Map<string, string>();
-function nameOf(text: string): string {
-  let name = names.get(text);
-  if (name === undefined) {
-    name = `${PREFIX}${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    // Texts whose values are written in may vary: the memo stays small, the names stay right.
-    if (names.size >= 4096) names.clear();
-    names.set(text, name);
-  }
-  return name;
-}
 
 /** What each connection has kept, by name, oldest first. */
 const keptOn = new WeakMap<pg.ClientBase, Set<string>>();
@@ -49,7 +36,7 @@ export class KeptPlans {
    * `text`), as SQL the caller has checked or quoted.
    */
   execute(text: string, args: readonly string[] = []): string {
-    const name = nameOf(text);
+    const name = statementName(PREFIX, text);
     const execute = args.length > 0 ? `EXECUTE ${name}(${args.join(', ')})` : `EXECUTE ${name}`;
     if (this.kept.has(name)) return execute;
     if (this.kept.size >= KEPT_PER_CONNECTION) {

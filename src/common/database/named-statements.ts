@@ -29,16 +29,21 @@ export async function runNamed<Row>(
   }
 }
 
-/** The name a statement's text is kept under by {@link queryKept}: the same on every connection, from the text alone. */
-const keptNames = new Map<string, string>();
-function keptName(text: string): string {
-  let name = keptNames.get(text);
-  if (name === undefined) {
-    name = `hub_named_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    if (keptNames.size >= 1024) keptNames.clear();
-    keptNames.set(text, name);
+const textHashes = new Map<string, string>();
+
+/**
+ * A statement's name on a connection: `prefix` and a hash of its text, so the same on every
+ * connection and every hub, and never the same for two texts.
+ */
+export function statementName(prefix: string, text: string): string {
+  let hash = textHashes.get(text);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(text).digest('hex').slice(0, 24);
+    // Texts with values written in may vary: the memo stays small, and a name made again is the same.
+    if (textHashes.size >= 4096) textHashes.clear();
+    textHashes.set(text, hash);
   }
-  return name;
+  return `${prefix}${hash}`;
 }
 
 /**
@@ -49,7 +54,7 @@ function keptName(text: string): string {
  * TypeORM's. Only for texts of a fixed few shapes: each is kept on every connection it reaches.
  */
 export async function queryKept<Row>(manager: EntityManager, text: string, values: readonly unknown[]): Promise<Row[]> {
-  const statement = { name: keptName(text), text };
+  const statement = { name: statementName('hub_named_', text), text };
   const runner = manager.queryRunner;
   if (!runner || runner.isReleased) return (await runNamed<Row>(manager.connection, statement, values)).rows;
   const client = (await runner.connect()) as pg.PoolClient;
