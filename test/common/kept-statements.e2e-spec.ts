@@ -60,7 +60,7 @@ describe('statements kept planned on their connection', () => {
       expect(two.results[0].rows).toEqual([{ n: 1, least: 9 }]);
     });
 
-    it('keeps 64 statements on a connection at the most, letting the one kept longest go', async () => {
+    it('keeps 64 statements on a connection at the most, letting the one used longest ago go (never one the batch runs)', async () => {
       await client.query('DEALLOCATE ALL');
       await new KeptPlans(client).resync();
       const texts = Array.from({ length: 65 }, (_, index) => `SELECT ${index} AS kept_number`);
@@ -69,11 +69,19 @@ describe('statements kept planned on their connection', () => {
         await batch(plans, [plans.execute(text)]);
       }
       expect(await keptOnServer('hub_kept_')).toHaveLength(64);
-      // The first text is prepared again, and the second, now the oldest, goes.
+      // The second text, now used longest ago, is used in a batch that also brings a new one:
+      // the one let go is the third, not the one the batch runs.
       const plans = new KeptPlans(client);
-      const statement = plans.execute(texts[0]);
-      expect(plans.prelude()).toEqual([expect.stringMatching(/^DEALLOCATE hub_kept_/), expect.stringMatching(/^PREPARE hub_kept_/)]);
-      expect(statement).toMatch(/^EXECUTE hub_kept_/);
+      const statements = [plans.execute(texts[1]), plans.execute(texts[0])];
+      const prelude = plans.prelude();
+      expect(prelude).toEqual([expect.stringMatching(/^DEALLOCATE hub_kept_/), expect.stringMatching(/^PREPARE hub_kept_/)]);
+      const results = (await client.query([...prelude, ...statements].join(';\n'))) as unknown as pg.QueryResult[];
+      expect(results.slice(prelude.length).map((result) => result.rows)).toEqual([[{ kept_number: 1 }], [{ kept_number: 0 }]]);
+      const kept = await keptOnServer('hub_kept_');
+      expect(kept).toHaveLength(64);
+      const third = new KeptPlans(client);
+      third.execute(texts[2]);
+      expect(third.prelude()).toEqual([expect.stringMatching(/^DEALLOCATE hub_kept_/), expect.stringMatching(/^PREPARE hub_kept_/)]);
     });
 
     it('reads what the connection keeps after a batch failed, so that the next batch neither prepares twice nor executes what is gone', async () => {

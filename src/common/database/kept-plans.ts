@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import { statementName } from './named-statements.js';
 
-/** The most statements one connection keeps planned; past it, the one kept longest is let go. */
+/** The most statements one connection keeps planned; past it, the one used longest ago is let go. */
 const KEPT_PER_CONNECTION = 64;
 /** The prefix of the names of kept statements, which no other statement of the hub's uses (queryKept's are `hub_named_`). */
 const PREFIX = 'hub_kept_';
 
-/** What each connection has kept, by name, oldest first. */
+/** What each connection has kept, by name, the one used longest ago first. */
 const keptOn = new WeakMap<pg.ClientBase, Set<string>>();
 
 /**
@@ -38,7 +38,12 @@ export class KeptPlans {
   execute(text: string, args: readonly string[] = []): string {
     const name = statementName(PREFIX, text);
     const execute = args.length > 0 ? `EXECUTE ${name}(${args.join(', ')})` : `EXECUTE ${name}`;
-    if (this.kept.has(name)) return execute;
+    if (this.kept.has(name)) {
+      // Used last, let go last: never the one a batch runs, for a batch of fewer texts than the bound.
+      this.kept.delete(name);
+      this.kept.add(name);
+      return execute;
+    }
     if (this.kept.size >= KEPT_PER_CONNECTION) {
       const oldest = this.kept.values().next().value as string;
       this.kept.delete(oldest);
