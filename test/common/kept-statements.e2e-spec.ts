@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import { DataSource, QueryFailedError } from 'typeorm';
+import { DataSource, QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { KeptPlans } from '../../src/common/database/kept-plans.js';
 import { queryKept } from '../../src/common/database/named-statements.js';
 import { SERVER_URL_VARIABLE } from '../support/test-database.js';
@@ -121,6 +121,16 @@ describe('statements kept planned on their connection', () => {
           const named: { name: string }[] = await manager.query("SELECT name FROM pg_prepared_statements WHERE starts_with(name, 'hub_named_')");
           expect(named.length).toBeGreaterThanOrEqual(1);
         });
+      } finally {
+        client = await (dataSource.driver as unknown as { master: pg.Pool }).master.connect();
+      }
+    });
+
+    it('refuses, as manager.query does, a manager whose transaction has ended', async () => {
+      client.release();
+      try {
+        const ended = await dataSource.transaction((manager) => Promise.resolve(manager));
+        await expect(queryKept(ended, 'SELECT 1 AS n', [])).rejects.toBeInstanceOf(QueryRunnerAlreadyReleasedError);
       } finally {
         client = await (dataSource.driver as unknown as { master: pg.Pool }).master.connect();
       }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
+import { QueryFailedError, QueryRunnerAlreadyReleasedError, type DataSource, type EntityManager } from 'typeorm';
 
 /**
  * A statement the hub runs on every job (a submission, a start, an end): run under its name,
@@ -16,14 +16,18 @@ export interface NamedStatement {
 
 const poolOf = (dataSource: DataSource) => (dataSource.driver as unknown as { master: pg.Pool }).master;
 
-export async function runNamed<Row>(
-  dataSource: DataSource,
+export function runNamed<Row>(dataSource: DataSource, statement: NamedStatement, values: readonly unknown[]): Promise<pg.QueryResult<Row & pg.QueryResultRow>> {
+  return runNamedOn<Row>(poolOf(dataSource), statement, values);
+}
+
+/** A named statement on a pool (a connection of its own) or on one connection, its failure as TypeORM's. */
+async function runNamedOn<Row>(
+  queryable: pg.Pool | pg.ClientBase,
   statement: NamedStatement,
   values: readonly unknown[],
 ): Promise<pg.QueryResult<Row & pg.QueryResultRow>> {
-  const pool = poolOf(dataSource);
   try {
-    return await pool.query<Row & pg.QueryResultRow>({ name: statement.name, text: statement.text, values: [...values] });
+    return await queryable.query<Row & pg.QueryResultRow>({ name: statement.name, text: statement.text, values: [...values] });
   } catch (error) {
     throw new QueryFailedError(statement.text, [...values], error as Error);
   }
@@ -56,13 +60,10 @@ export function statementName(prefix: string, text: string): string {
 export async function queryKept<Row>(manager: EntityManager, text: string, values: readonly unknown[]): Promise<Row[]> {
   const statement = { name: statementName('hub_named_', text), text };
   const runner = manager.queryRunner;
-  if (!runner || runner.isReleased) return (await runNamed<Row>(manager.connection, statement, values)).rows;
-  const client = (await runner.connect()) as pg.PoolClient;
-  try {
-    return (await client.query<Row & pg.QueryResultRow>({ ...statement, values: [...values] })).rows;
-  } catch (error) {
-    throw new QueryFailedError(text, [...values], error as Error);
-  }
+  if (!runner) return (await runNamed<Row>(manager.connection, statement, values)).rows;
+  // As manager.query: a transaction that has ended is not quietly left for a pooled connection.
+  if (runner.isReleased) throw new QueryRunnerAlreadyReleasedError();
+  return (await runNamedOn<Row>((await runner.connect()) as pg.PoolClient, statement, values)).rows;
 }
 
 /**
