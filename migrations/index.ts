@@ -25,6 +25,7 @@ import { LinkSessions1795470000001 } from './1795470000001-LinkSessions.js';
 import { Libraries1795480000000 } from './1795480000000-Libraries.js';
 import { SessionEndpointsOnNodes1795482000000 } from './1795482000000-SessionEndpointsOnNodes.js';
 import { DependentJobs1795483000000 } from './1795483000000-DependentJobs.js';
+import { JobNamesPendingList1795484000000 } from './1795484000000-JobNamesPendingList.js';
 
 /** Every migration, oldest first; the hub applies those not yet applied at start. */
 export const MIGRATIONS: (new () => MigrationInterface)[] = [
@@ -54,4 +55,5 @@ export const MIGRATIONS: (new () => MigrationInterface)[] = [
   Libraries1795480000000,
   SessionEndpointsOnNodes1795482000000,
   DependentJobs1795483000000,
+  JobNamesPendingList1795484000000,
 ];

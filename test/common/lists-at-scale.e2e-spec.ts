@@ -114,6 +114,40 @@ describe('lists at scale', () => {
     });
   });
 
+  describe("a job's name through the trigram index's pending list", () => {
+    it('finds by a part of their names jobs whose keys wait in the list, after status changes, and once the list is emptied', async () => {
+      const index = await db.query<{ options: string[] }>(`SELECT reloptions AS options FROM pg_class WHERE relname = 'cluster_jobs_name_trgm_idx'`);
+      expect(index.rows[0].options).toEqual(expect.arrayContaining(['fastupdate=on', 'gin_pending_list_limit=64']));
+      const ids = await db.query<{ namespace: string; profile: string }>(
+        `SELECT (SELECT id FROM namespaces WHERE name = 'default') AS namespace, (SELECT id FROM execution_profiles LIMIT 1) AS profile`,
+      );
+      const { namespace, profile } = ids.rows[0];
+      await db.query(
+        `INSERT INTO cluster_jobs (name, status, type, priority, namespace_id, execution_profile_id, task, submit_time)
+         SELECT format('pending-list-%s-fan', i), 'pending', 'batch', 50, $1, $2, '{}', now() FROM generate_series(1, 300) i`,
+        [namespace, profile],
+      );
+      const auth = bearer(hub.adminToken);
+      const found = async (part: string) => {
+        const reply = await hub.inject({ method: 'GET', url: `/api/v2/cluster/jobs?filter[name][CO]=${part}`, headers: auth });
+        expect(reply.statusCode).toBe(200);
+        return reply.json<{ total: number }>().total;
+      };
+      expect(await found('list-17')).toBe(11); // 17, 170–179
+      // Every status change inserts the name's keys again: still one job each.
+      await db.query(`UPDATE cluster_jobs SET status = 'running' WHERE name LIKE 'pending-list-%'`);
+      await db.query(`UPDATE cluster_jobs SET status = 'dead' WHERE name LIKE 'pending-list-1__-fan'`);
+      expect(await found('list-17')).toBe(11);
+      expect(await found('t-299-f')).toBe(1);
+      // What the list held moves into the index: found the same.
+      const moved = await db.query<{ pages: number }>(`SELECT gin_clean_pending_list('cluster_jobs_name_trgm_idx'::regclass)::int AS pages`);
+      expect(moved.rows[0].pages).toBeGreaterThan(0);
+      expect(await found('list-17')).toBe(11);
+      expect(await found('list-301')).toBe(0);
+      await db.query(`DELETE FROM cluster_jobs WHERE name LIKE 'pending-list-%'`);
+    });
+  });
+
   describe('total under concurrent writes', () => {
     const WRITERS = 6;
     const ROUNDS = 15;
