@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, constants, lstatSync } from 'node:fs';
+import { chmodSync, constants, lstatSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
@@ -90,6 +90,11 @@ class Refusal extends Error {
   ) {
     super(reason);
   }
+}
+
+/** What `lstat` says of a path: undefined when nothing is there, null when it cannot be looked at. */
+async function lstatOrAbsent(path: string): Promise<Stats | null | undefined> {
+  return lstat(path).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' || error.code === 'ENOTDIR' ? undefined : null));
 }
 
 /** Whether an open file lies under `root` (a real path), checked on the descriptor as byte-window.ts does. */
@@ -186,11 +191,18 @@ export class FilesCopiedOut implements OnModuleInit {
   async copyLogs(execution: CopiedExecution, destination: string): Promise<CopiedLog[]> {
     const prefix = checkedKey(destination);
     const { executionId, executionDir } = await this.located(execution);
+    // Most tasks of a pipeline print nothing at all: when both logs are empty regular files (or were
+    // never written), there is nothing to read, and the directory is not resolved. A link a job put
+    // in the way can only make a log read as empty here, which is what a refused log is kept as.
+    const looked = await Promise.all(LOG_NAMES.map((name) => lstatOrAbsent(join(executionDir, 'logs', name))));
+    const empty = looked.every((found) => found === undefined || (found !== null && found.isFile() && found.size === 0));
+    // Nothing can be stored under the destination's logs unless an earlier copy made their directory.
+    const storedBefore = (await lstatOrAbsent(join(this.root, prefix, LOGS))) !== undefined;
     const copied: CopiedLog[] = [];
     let logs: Confined | undefined;
     let refused: Refusal | undefined;
     try {
-      logs = await this.confined(executionDir, 'logs', 'the log directory');
+      if (!empty) logs = await this.confined(executionDir, 'logs', 'the log directory');
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
       refused = error;
@@ -202,7 +214,7 @@ export class FilesCopiedOut implements OnModuleInit {
         if (refused) throw refused;
         // An empty regular file (most tasks print nothing on one of their logs) has nothing to read:
         // it is taken as empty without opening it. Anything else is opened as confined.
-        const found = logs && (await lstat(join(logs.real, name)).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : null)));
+        const found = logs && (await lstatOrAbsent(join(logs.real, name)));
         if (logs && found !== undefined && !(found?.isFile() && found.size === 0))
           source = await this.openConfined(logs, name, `log '${name}'`, 'the log directory');
       } catch (error) {
@@ -213,7 +225,7 @@ export class FilesCopiedOut implements OnModuleInit {
         const size = source ? (await source.stat()).size : 0;
         if (size === 0) {
           // Nothing to keep: whatever an earlier copy stored under the key goes, so that it reads as this log.
-          await rm(join(this.root, key), { force: true });
+          if (storedBefore) await rm(join(this.root, key), { force: true });
           copied.push({ name, size: 0, key, truncated: false });
           continue;
         }

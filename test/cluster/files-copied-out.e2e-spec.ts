@@ -184,6 +184,8 @@ describe('files copied out of an execution', () => {
       { name: 'stdout', size: 0, key: 'runs/r1/quiet/logs/stdout', truncated: false },
       { name: 'stderr', size: 0, key: 'runs/r1/quiet/logs/stderr', truncated: false },
     ]);
+    // Two empty logs leave nothing in the store, not even a directory.
+    expect(existsSync(join(store, 'runs/r1/quiet'))).toBe(false);
     writeFileSync(join(logsDir, 'stdout'), 'said\n');
     rmSync(join(logsDir, 'stderr'));
     expect(await files.copyLogs(quiet, 'runs/r1/quiet')).toEqual([
