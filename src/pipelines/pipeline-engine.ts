@@ -126,7 +126,8 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private readonly logger = new Logger('PipelineEngine');
   /** Runs being advanced here, and whether another pass was asked for meanwhile. */
   private readonly advancing = new Map<string, PassRequest>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Per run, the timers of its nodes with a retry or a timeout due (see armTimers). */
+  private readonly timers = new Map<string, Map<string, NodeJS.Timeout>>();
   private readonly storingLogs = new Set<string>();
   /** Nodes whose logs were stored, per run, not yet flagged so in the database (see flagLogsStored). */
   private readonly logsToFlag = new Map<string, Set<string>>();
@@ -220,7 +221,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.stopped = true;
     this.unsubscribe?.();
     this.cancelSweep?.();
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const timers of this.timers.values()) for (const timer of timers.values()) clearTimeout(timer);
     this.timers.clear();
     await this.flagLogsStored();
   }
@@ -809,7 +810,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
   private async holdAhead(run: RunRow, nodes: readonly NodeRow[], submitted: readonly NodeJob[]): Promise<void> {
     if (!this.cluster.preparesDependents) return;
     const { graph, specs } = this.planOf(run);
-    if (nodes.some((node) => graph.failsRun(node))) return;
+    if (!graph.holdsAny(ASKS_AT_ONCE) || nodes.some((node) => graph.failsRun(node))) return;
     const byName = new Map(nodes.map((node) => [node.name, node]));
     const jobOf = new Map(nodes.flatMap((node) => (node.jobId && !FINISHED.has(node.state) ? [[node.name, node.jobId] as const] : [])));
     for (const { node, jobId } of submitted) jobOf.set(node.name, jobId);
@@ -972,23 +973,27 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
 
   /** Timers for retries due later and attempts that may time out; a hub that restarts arms them again from the rows. */
   private armTimers(run: RunRow, nodes: readonly NodeRow[]): void {
+    let timers = this.timers.get(run.id);
     for (const node of nodes) {
-      const key = `${run.id}/${node.name}`;
-      clearTimeout(this.timers.get(key));
-      this.timers.delete(key);
       const due = node.state === 'Waiting' ? node.retryAt : node.state === 'Running' && node.timedOut !== node.attempt ? node.deadline : null;
+      // Most nodes have no timer and nothing due: a pass over a wide run looks up nothing for them.
+      if (!due && !timers?.has(node.name)) continue;
+      clearTimeout(timers?.get(node.name));
+      timers?.delete(node.name);
       if (!due) continue;
       const timer = setTimeout(
         () => {
-          this.timers.delete(key);
+          this.timers.get(run.id)?.delete(node.name);
           if (node.state === 'Waiting') void this.advance(run.id);
           else void this.timeOut(run.id, node.name, node.attempt);
         },
         Math.max(0, Date.parse(due) - Date.now()),
       );
       timer.unref();
-      this.timers.set(key, timer);
+      if (!timers) this.timers.set(run.id, (timers = new Map<string, NodeJS.Timeout>()));
+      timers.set(node.name, timer);
     }
+    if (timers?.size === 0) this.timers.delete(run.id);
   }
 
   /** Stops an attempt that ran past its timeout; its end, announced, fails it with a Timeout event. */
@@ -1085,7 +1090,7 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // The stopped nodes' logs, kept as a finished node's are (their latest attempts, read at once).
     const latest = await this.cluster.latestAttempts(stopping.flatMap((node) => (node.jobId ? [node.jobId] : [])));
     for (const node of stopping) {
-      clearTimeout(this.timers.get(`${runId}/${node.name}`));
+      clearTimeout(this.timers.get(runId)?.get(node.name));
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId }, attempt);
     }

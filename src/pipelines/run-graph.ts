@@ -64,6 +64,8 @@ export class RunGraph {
   private readonly targets = new Map<string, string[]>();
   private readonly predecessors = new Map<string, string[]>();
   private readonly reachable?: Set<string>;
+  /** heldAfter's answers, by `most` and name: the graph never changes, and an engine asks on every pass. */
+  private readonly held = new Map<number, Map<string, string[]>>();
 
   constructor(
     nodes: readonly PipelineNodeShape[],
@@ -93,7 +95,29 @@ export class RunGraph {
    * not the entry point, in a run where it is reachable. What an engine may submit ahead, held on
    * `name`'s success (PipelineEngine.holdAhead): its failure skips them all, as `decide` would.
    */
-  heldAfter(name: string, most: number): string[] {
+  heldAfter(name: string, most: number): readonly string[] {
+    return this.heldBy(most).get(name) ?? [];
+  }
+
+  /** Whether any node has nodes held after it (see heldAfter): in most fan-outs and joins, none. */
+  holdsAny(most: number): boolean {
+    return this.heldBy(most).size > 0;
+  }
+
+  /** Every node's heldAfter with `most`, those with none left out. */
+  private heldBy(most: number): Map<string, string[]> {
+    let answers = this.held.get(most);
+    if (answers) return answers;
+    answers = new Map();
+    for (const name of this.specs.keys()) {
+      const held = this.computeHeldAfter(name, most);
+      if (held.length > 0) answers.set(name, held);
+    }
+    this.held.set(most, answers);
+    return answers;
+  }
+
+  private computeHeldAfter(name: string, most: number): string[] {
     const connections = this.specs.get(name)?.connections;
     const onSuccess = connections?.onSuccess ?? [];
     const others = new Set(CONNECTION_KINDS.filter((kind) => kind !== 'onSuccess').flatMap((kind) => connections?.[kind] ?? []));
