@@ -256,6 +256,9 @@ async function main(): Promise<void> {
   const firstFanned = Math.min(...fanned.map((name) => at(fanStatus.nodeStatus[name].startedAt, 'startedAt')));
   const lastFanned = Math.max(...fanned.map((name) => at(fanStatus.nodeStatus[name].finishedAt, 'finishedAt')));
   const joinStarted = at(fanStatus.nodeStatus.join.startedAt, 'startedAt');
+  const slots = slotsBusy(
+    fanned.map((name) => [at(fanStatus.nodeStatus[name].startedAt, 'startedAt'), at(fanStatus.nodeStatus[name].finishedAt, 'finishedAt')]),
+  );
 
   // Once each: the database's record of every execution of the whole run.
   const [{ twice, never }] = (
@@ -323,6 +326,8 @@ async function main(): Promise<void> {
       waitedForQuota,
       startEndToFirstFannedStartedMs: round(firstFanned - startEnd),
       lastFannedEndToJoinStartedMs: round(joinStarted - lastFanned),
+      // From the first fanned node's start to the last one's end: the share of that time in which both slots, one, or none ran a task.
+      slotsBusyShare: slots,
       joinEndToRunEndMs: round(at(fanStatus.finishedAt, 'finishedAt') - at(fanStatus.nodeStatus.join.finishedAt, 'finishedAt')),
     },
     exactlyOnce: { startedTwice: twice, endedNeverStarted: never, failedOrLost: failed, serverErrors: c.serverErrors() },
@@ -333,9 +338,22 @@ async function main(): Promise<void> {
     `pipelines (${cpus().length} CPUs, load ${loadAtStart[0]} at start, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→first node started p50 ${s.pipeline.p50Ms} ms p99 ${s.pipeline.p99Ms} ms` +
       ` (reply p50 ${s.pipeline.replyP50Ms} ms, decided p50 ${s.toQueuedP50Ms} ms, decided → started p50 ${s.queuedToStartedP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
       ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms, ${l.heldNodes} of ${(LINEAR_NODES - 1) * LINEAR_RUNS} submitted ahead (${l.heldPrepared} prepared) (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
-      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms${f.transactionsPerNode === undefined ? '' : ` in ${f.transactionsPerNode} transactions`}, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms)` +
+      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms${f.transactionsPerNode === undefined ? '' : ` in ${f.transactionsPerNode} transactions`}, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms; both slots running a task ${f.slotsBusyShare.both}% of that time, one ${f.slotsBusyShare.one}%, none ${f.slotsBusyShare.none}%)` +
       ` ${f.state}, started once ${f.startedOnce}/${f.nodes}, failed ${f.failedNodes} | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );
+}
+
+/** How much of the span of `[start, end]` intervals (ms) has two, one or none of them under way, in per cent. */
+function slotsBusy(intervals: readonly (readonly [number, number])[]): { both: number; one: number; none: number } {
+  const edges = intervals.flatMap(([start, end]) => [[start, 1] as const, [end, -1] as const]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const spent = [0, 0, 0];
+  let running = 0;
+  for (let i = 0; i < edges.length - 1; i += 1) {
+    running += edges[i][1];
+    spent[Math.min(running, 2)] += edges[i + 1][0] - edges[i][0];
+  }
+  const span = edges[edges.length - 1][0] - edges[0][0] || 1;
+  return { both: round((spent[2] / span) * 100), one: round((spent[1] / span) * 100), none: round((spent[0] / span) * 100) };
 }
 
 await main();
