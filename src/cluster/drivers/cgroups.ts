@@ -29,6 +29,14 @@ const LAUNCH_PROCESSES = 2;
  * `favordynmods` option takes that wait away (docs/security.md).
  */
 const JOIN_FILE_V1 = 'tasks';
+/**
+ * The file that lists the processes of the group a launch joins through `joinFile` (one of
+ * ExecutionCgroups.create's): its `cgroup.procs`, in v1 as in v2, one process a line.
+ */
+export function processesOfGroup(joinFile: string): string {
+  return join(dirname(joinFile), 'cgroup.procs');
+}
+
 /** A limit above this is no limit (the kernel's "max" in v1 is 2^63 less a page). */
 const NO_LIMIT_BYTES = 2 ** 62;
 /**

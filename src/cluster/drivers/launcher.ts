@@ -15,6 +15,12 @@ export interface LaunchRequest {
   readonly executionDir: string;
   readonly exitFile: string;
   readonly cgroups: readonly string[];
+  /**
+   * The file that lists the launch's processes (a `cgroup.procs` of its own group) when it runs in
+   * a PID namespace of its own: stops reach them through it, and the launch needs no `setsid`
+   * (sh/monitor.sh). None: its process group holds them.
+   */
+  readonly members?: string;
   /** Whether the launch waits at a gate before its task (a prepared launch); else it goes straight on. */
   readonly gated?: boolean;
   /** The isolation's program and arguments, which run the task's init: none, when the launch has none. */
@@ -80,6 +86,7 @@ export class Launcher {
       request.executionDir,
       request.exitFile,
       request.cgroups.join(' '),
+      request.members ?? '',
       request.gated ? 'gated' : '',
       String(request.isolation.length),
       ...request.isolation,

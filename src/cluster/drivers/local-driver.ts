@@ -4,7 +4,7 @@ import { availableParallelism, hostname, networkInterfaces, platform, release, t
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { StartupError } from '../../common/errors/startup-error.js';
-import type { ExecutionCgroups } from './cgroups.js';
+import { processesOfGroup, type ExecutionCgroups } from './cgroups.js';
 import {
   LIMIT_NAMES,
   type ClusterDriver,
@@ -38,6 +38,9 @@ const STARTED_WAIT_MS = 10_000;
 const ABANDON_WAIT_MS = 5000;
 const LIMITS_FILE = 'limits.json';
 const ENDED_BY_FILE = 'ended-by';
+
+/** `unshare`'s option for a PID namespace of the launch's own, which every isolation but none has (see isolation). */
+const PID_NAMESPACE = '--pid';
 
 export interface LocalDriverOptions {
   readonly labels: readonly string[];
@@ -347,6 +350,8 @@ export class LocalDriver implements ClusterDriver {
         executionDir: launch.executionDir,
         exitFile,
         cgroups,
+        // In its own PID namespace and group, the group lists the launch's processes: no setsid (sh/monitor.sh).
+        members: isolation.includes(PID_NAMESPACE) && cgroups.length > 0 ? processesOfGroup(cgroups[0]) : undefined,
         gated,
         isolation,
       });
@@ -494,7 +499,7 @@ export class LocalDriver implements ClusterDriver {
    */
   private isolation(launch: Launch, limits: ExecutionLimits): string[] {
     const { unshare, setpriv, unshareSetsIdentity, prlimit } = this.programs;
-    const namespace = ['--pid', '--fork', '--mount-proc', '--kill-child'];
+    const namespace = [PID_NAMESPACE, '--fork', '--mount-proc', '--kill-child'];
     const identity = launch.identity;
     if (identity && unshare && setpriv) {
       const nproc =

@@ -12,10 +12,11 @@
 # fixed, and the absolute paths of sh, setsid and mkfifo ($SH, $SETSID, $MKFIFO).
 #
 # A request is lines the hub writes, never anything of the job's: the execution's id, directory,
-# exit-code file, control groups and whether it waits at a gate (empty: it does not), then the
-# number of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor is
-# started in the execution's working directory, its output appended to the execution's logs,
-# with the exit-code file, the control groups and the id; it runs the isolation, which runs the
+# exit-code file, control groups, the file that lists the launch's processes (empty: its process
+# group does, see monitor.sh) and whether it waits at a gate (empty: it does not), then the number
+# of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor is started
+# in the execution's working directory, its output appended to the execution's logs, with the
+# exit-code file, the control groups, the list of processes and the id; it runs the isolation, which runs the
 # task's init with the file that holds the task's environment and command (named after the id in
 # the directory of task files), the id, and `gated` when it waits at a gate. The launcher answers
 # on descriptor 4, which is its alone (a launch's gate takes its place, so it closes when the
@@ -45,7 +46,7 @@ $monitor
 # Sixteen gates a `mkfifo`. Names are never tried twice: after a failure (some may have been made)
 # the next try takes new ones.
 make_gates() { set --; while [ $# -lt 16 ]; do set -- "$@" "$gates/$$-$((made + $#))"; done; made=$((made + $#)); "$MKFIFO" -m 600 "$@" 4>&- || { taken=$made; return 1; }; }
-while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r gated && IFS= read -r count; do
+while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read -r cgroups && IFS= read -r members && IFS= read -r gated && IFS= read -r count; do
   jobs >/dev/null
   set --
   while [ "$count" -gt 0 ] && IFS= read -r arg; do set -- "$@" "$arg"; count=$((count - 1)); done
@@ -54,7 +55,7 @@ while IFS= read -r id && IFS= read -r dir && IFS= read -r exit_file && IFS= read
   cd "$dir/work" 2>/dev/null || { printf 'failed %s\n' "$id" >&4; continue; }
   gate=
   if [ -n "$gated" ]; then [ "$taken" -lt "$made" ] || make_gates || { printf 'failed %s\n' "$id" >&4; cd /; continue; }; gate="$gates/$$-$taken" taken=$((taken + 1)); fi
-  run_monitor "$exit_file" "$cgroups" "$id" "$@" "$SH" -c "$task_init" "$tasks/$id" "$id" "${gated:+gated}" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &
+  run_monitor "$exit_file" "$cgroups" "$members" "$id" "$@" "$SH" -c "$task_init" "$tasks/$id" "$id" "${gated:+gated}" </dev/null >>"$dir/logs/stdout" 2>>"$dir/logs/stderr" 4<"${gate:-/dev/null}" &
   printf 'spawned %s %s %s\n' "$id" "$!" "$gate" >&4
   cd /
 done

@@ -56,9 +56,23 @@ describe('the launcher (sh/launcher.sh, under sh)', () => {
     return dir;
   };
   /** Sends a request as the hub writes it (see Launcher.spawn). */
-  const request = (to: ShellRun, id: string, dir: string, options: { cgroups?: string; gated?: boolean; isolation?: readonly string[] } = {}) => {
+  const request = (
+    to: ShellRun,
+    id: string,
+    dir: string,
+    options: { cgroups?: string; members?: string; gated?: boolean; isolation?: readonly string[] } = {},
+  ) => {
     const isolation = options.isolation ?? [];
-    const lines = [id, dir, join(dir, 'exit-code'), options.cgroups ?? '', options.gated ? 'gated' : '', String(isolation.length), ...isolation];
+    const lines = [
+      id,
+      dir,
+      join(dir, 'exit-code'),
+      options.cgroups ?? '',
+      options.members ?? '',
+      options.gated ? 'gated' : '',
+      String(isolation.length),
+      ...isolation,
+    ];
     to.child.stdin?.write(`${lines.join('\n')}\n`);
   };
   /** A launch's monitor's notes: `args`, `cwd` or `gate`, once written. */
@@ -78,7 +92,7 @@ describe('the launcher (sh/launcher.sh, under sh)', () => {
     writeFileSync(join(dir, 'logs', 'stdout'), 'before\n');
     // Read as lines, as they are: leading spaces and backslashes too.
     const isolation = ['/usr/bin/unshare', '  spaced \\ arg ', '--'];
-    request(run, 'one', dir, { cgroups: 'a/cgroup.procs b/cgroup.procs', isolation });
+    request(run, 'one', dir, { cgroups: 'a/cgroup.procs b/cgroup.procs', members: 'a/cgroup.procs', isolation });
     const spawned = await heard(run.answers, 'spawned one ');
     const [args, cwd, gate] = [await noted(dir, 'args'), await noted(dir, 'cwd'), await noted(dir, 'gate')];
     run.child.stdin?.end();
@@ -96,9 +110,19 @@ describe('the launcher (sh/launcher.sh, under sh)', () => {
     }).toEqual({
       code: 0,
       answers: ['taken one', spawned],
-      args: [join(dir, 'exit-code'), 'a/cgroup.procs b/cgroup.procs', 'one', ...isolation, SH, '-c', 'the task init', join(tasks, 'one'), 'one', ''].map(
-        (arg) => `[${arg}]`,
-      ),
+      args: [
+        join(dir, 'exit-code'),
+        'a/cgroup.procs b/cgroup.procs',
+        'a/cgroup.procs',
+        'one',
+        ...isolation,
+        SH,
+        '-c',
+        'the task init',
+        join(tasks, 'one'),
+        'one',
+        '',
+      ].map((arg) => `[${arg}]`),
       cwd: realpathSync(join(dir, 'work')),
       gate: '',
       stdout: 'before\nout\n',

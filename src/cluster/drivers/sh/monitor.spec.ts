@@ -11,12 +11,16 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
   const MONITOR = shellProgram('monitor.sh');
   const root = mkdtempSync(join(tmpdir(), 'hub-monitor-'));
   let launches = 0;
-  /** A monitor, as the launcher runs it, of a launch whose task is `script` (under sh), joining these `cgroup.procs` files. */
-  const monitor = (script: string, cgroups: readonly string[] = []) => {
+  /**
+   * A monitor, as the launcher runs it, of a launch whose task is `script` (under sh), joining these
+   * `cgroup.procs` files; with `members`, the file that lists the launch's processes (a task here
+   * writes its own pids there, as a control group would list them).
+   */
+  const monitor = (script: string, cgroups: readonly string[] = [], members = '') => {
     const dir = join(root, String(++launches));
     mkdirSync(dir);
     const exitFile = join(dir, 'exit-code');
-    const run = runShell([SH, '-c', MONITOR, 'hub-launcher', exitFile, cgroups.join(' '), 'ex-1', SH, '-c', script, 'task'], { cwd: dir });
+    const run = runShell([SH, '-c', MONITOR, 'hub-launcher', exitFile, cgroups.join(' '), members, 'ex-1', SH, '-c', script, 'task'], { cwd: dir });
     return { ...run, dir, exitFile };
   };
   /** Until the task has written `file` in its directory (its traps set). */
@@ -102,6 +106,70 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
       (running) => !running,
       'the end of the task’s background process',
     );
+  });
+
+  describe('with the file that lists the launch’s processes (its own PID namespace and group)', () => {
+    /** A list of the launch's processes, as its group's `cgroup.procs` would be: the task adds its own. */
+    const listed = () => {
+      const file = join(root, `members-${++launches}`);
+      writeFileSync(file, '');
+      return file;
+    };
+
+    it('runs the launch without a session of its own (no setsid), and writes and says its exit code', async () => {
+      const launch = monitor('read -r stat </proc/$$/stat; echo "$$ ${stat##*) }"; exit 3', [], listed());
+      const { code, stdout } = await launch.ended;
+      const [pid, , , pgrp, session] = stdout.trim().split(' ');
+      expect({ code, said: launch.said, written: readFileSync(launch.exitFile, 'utf8') }).toEqual({ code: 3, said: ['ended ex-1 3'], written: '3' });
+      expect(pgrp).not.toBe(pid);
+      expect(session).not.toBe(pid);
+    });
+
+    it('passes TERM on to every process listed, one that left the process group included, and keeps waiting for its own end', async () => {
+      const members = listed();
+      // The task and a process of its in a session of its own, both listed; each notes the TERM it got.
+      const launch = monitor(
+        `trap 'echo task >>got; sleep 0.2; exit 7' TERM; echo $$ >>'${members}'; setsid sh -c "trap 'echo escaped >>got; exit 0' TERM; echo \\$\\$ >>'${members}'; : >ready; while :; do sleep 0.05; done" & wait`,
+        [],
+        members,
+      );
+      await ready(launch.dir);
+      launch.child.kill('SIGTERM');
+      const { code } = await launch.ended;
+      expect({ code, said: launch.said, got: readFileSync(join(launch.dir, 'got'), 'utf8').trim().split('\n').sort() }).toEqual({
+        code: 7,
+        said: ['ended ex-1 7'],
+        got: ['escaped', 'task'],
+      });
+    });
+
+    it('turns USR1 into KILL for every process listed', async () => {
+      const members = listed();
+      const launch = monitor(`trap '' TERM; echo $$ >>'${members}'; sleep 60 & echo $! >>'${members}'; echo $! >background; : >ready; wait`, [], members);
+      await ready(launch.dir);
+      const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
+      launch.child.kill('SIGUSR1');
+      const { code } = await launch.ended;
+      expect(code).toBe(137);
+      await poll(
+        () => isRunning(background),
+        (running) => !running,
+        'the end of the task’s background process',
+      );
+    });
+
+    it('ends every process still listed when the launch ends', async () => {
+      const members = listed();
+      const launch = monitor(`setsid sleep 60 & echo $! >>'${members}'; echo $! >background; exit 4`, [], members);
+      const { code } = await launch.ended;
+      const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
+      expect(code).toBe(4);
+      await poll(
+        () => isRunning(background),
+        (running) => !running,
+        'the end of the task’s background process',
+      );
+    });
   });
 
   it('writes the exit code and exits with it when the hub no longer listens on descriptor 3', async () => {
