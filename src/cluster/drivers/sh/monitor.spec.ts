@@ -25,6 +25,15 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
   };
   /** Until the task has written `file` in its directory (its traps set). */
   const ready = (dir: string, file = 'ready') => poll(() => existsSync(join(dir, file)), Boolean, `the task's ${file}`);
+  /** Until the process whose pid the task wrote to `background` in its directory has ended. */
+  const backgroundEnded = (dir: string) => {
+    const background = Number(readFileSync(join(dir, 'background'), 'utf8'));
+    return poll(
+      () => isRunning(background),
+      (running) => !running,
+      'the end of the task’s background process',
+    );
+  };
   afterAll(() => {
     endShells();
     rmSync(root, { recursive: true, force: true });
@@ -85,27 +94,17 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
   it('turns USR1 into KILL for the launch’s whole group, which nothing in it can catch', async () => {
     const launch = monitor("trap '' TERM; sleep 60 & echo $! >background; : >ready; wait");
     await ready(launch.dir);
-    const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
     launch.child.kill('SIGUSR1');
     const { code } = await launch.ended;
     expect({ code, said: launch.said, written: readFileSync(launch.exitFile, 'utf8') }).toEqual({ code: 137, said: ['ended ex-1 137'], written: '137' });
-    await poll(
-      () => isRunning(background),
-      (running) => !running,
-      'the end of the task’s background process',
-    );
+    await backgroundEnded(launch.dir);
   });
 
   it('ends what the task left running in the background with it', async () => {
     const launch = monitor('sleep 60 & echo $! >background; exit 4');
     const { code } = await launch.ended;
-    const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
     expect(code).toBe(4);
-    await poll(
-      () => isRunning(background),
-      (running) => !running,
-      'the end of the task’s background process',
-    );
+    await backgroundEnded(launch.dir);
   });
 
   describe('with the file that lists the launch’s processes (its own PID namespace and group)', () => {
@@ -147,28 +146,18 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
       const members = listed();
       const launch = monitor(`trap '' TERM; echo $$ >>'${members}'; sleep 60 & echo $! >>'${members}'; echo $! >background; : >ready; wait`, [], members);
       await ready(launch.dir);
-      const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
       launch.child.kill('SIGUSR1');
       const { code } = await launch.ended;
       expect(code).toBe(137);
-      await poll(
-        () => isRunning(background),
-        (running) => !running,
-        'the end of the task’s background process',
-      );
+      await backgroundEnded(launch.dir);
     });
 
     it('ends every process still listed when the launch ends', async () => {
       const members = listed();
       const launch = monitor(`setsid sleep 60 & echo $! >>'${members}'; echo $! >background; exit 4`, [], members);
       const { code } = await launch.ended;
-      const background = Number(readFileSync(join(launch.dir, 'background'), 'utf8'));
       expect(code).toBe(4);
-      await poll(
-        () => isRunning(background),
-        (running) => !running,
-        'the end of the task’s background process',
-      );
+      await backgroundEnded(launch.dir);
     });
   });
 
