@@ -257,19 +257,22 @@ describe('the hub on its embedded PostgreSQL, as a process', () => {
         `the pid of ${execution.id}`,
       );
     const pids = { short: await pidOf(running.short, 2), long: await pidOf(running.long, 100) };
-    // Its process group (the launch from setsid on, and the task), and its monitor, the group leader's parent.
-    const statOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    const longGroup = Number(statOf(pids.long)[2]);
-    const longMonitor = Number(statOf(longGroup)[1]);
+    // The launch, from the task up to (not including) its monitor: the nearest fork of the launcher,
+    // whose arguments it keeps. Between them, as the launch is isolated: the task's init, unshare.
+    const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+    const forksLauncher = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('hub-launcher');
+    const longLaunch = [pids.long];
+    while (!forksLauncher(parentOf(longLaunch[longLaunch.length - 1]))) longLaunch.push(parentOf(longLaunch[longLaunch.length - 1]));
+    const longMonitor = parentOf(longLaunch[longLaunch.length - 1]);
 
     hub.process.kill('SIGKILL');
     await exitOf(hub);
     expect([isAlive(pids.short), isAlive(pids.long)]).toEqual([true, true]);
     // All of it, the monitor first (else it would write the killed task's exit code).
     process.kill(longMonitor, 'SIGKILL');
-    process.kill(-longGroup, 'SIGKILL');
+    for (const pid of longLaunch) process.kill(pid, 'SIGKILL');
     await until(
-      () => isAlive(pids.long) || isAlive(longGroup) || isAlive(longMonitor),
+      () => [longMonitor, ...longLaunch].some(isAlive),
       (any) => !any,
       'the long job’s processes to die',
     );
