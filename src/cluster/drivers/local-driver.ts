@@ -39,7 +39,7 @@ const ABANDON_WAIT_MS = 5000;
 const LIMITS_FILE = 'limits.json';
 const ENDED_BY_FILE = 'ended-by';
 
-/** `unshare`'s option for a PID namespace of the launch's own, which every isolation but none has (see isolation). */
+/** `unshare`'s option for a PID namespace of the launch's own: every isolation but the empty one has it (see isolation). */
 const PID_NAMESPACE = '--pid';
 
 export interface LocalDriverOptions {

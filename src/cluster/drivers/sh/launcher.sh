@@ -16,11 +16,11 @@
 # group does, see monitor.sh) and whether it waits at a gate (empty: it does not), then the number
 # of arguments of the isolation (unshare, setpriv and theirs), one a line. The monitor is started
 # in the execution's working directory, its output appended to the execution's logs, with the
-# exit-code file, the control groups, the list of processes and the id; it runs the isolation, which runs the
-# task's init with the file that holds the task's environment and command (named after the id in
-# the directory of task files), the id, and `gated` when it waits at a gate. The launcher answers
-# on descriptor 4, which is its alone (a launch's gate takes its place, so it closes when the
-# launcher ends):
+# exit-code file, the control groups, the list of processes and the id; it runs the isolation,
+# which runs the task's init with the file that holds the task's environment and command (named
+# after the id in the directory of task files), the id, and `gated` when it waits at a gate. The
+# launcher answers on descriptor 4, which is its alone (a launch's gate takes its place, so it
+# closes when the launcher ends):
 # `taken <id>` once it has read a whole request and before it acts on it, then
 # `spawned <id> <pid> [<gate>]`, or `failed <id>` when it cannot enter the working directory or
 # make gates. The launch says `started <id>` and `ended <id> <exit code>` on descriptor 3.
