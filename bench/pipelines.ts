@@ -254,6 +254,7 @@ async function main(): Promise<void> {
       : undefined;
   const startEnd = at(fanStatus.nodeStatus.start.finishedAt, 'finishedAt');
   const firstFanned = Math.min(...fanned.map((name) => at(fanStatus.nodeStatus[name].startedAt, 'startedAt')));
+  const firstFannedDecided = Math.min(...fanned.map((name) => queuedAt(fanStatus.nodeStatus[name])));
   const lastFanned = Math.max(...fanned.map((name) => at(fanStatus.nodeStatus[name].finishedAt, 'finishedAt')));
   const joinStarted = at(fanStatus.nodeStatus.join.startedAt, 'startedAt');
   const slots = slotsBusy(
@@ -325,6 +326,8 @@ async function main(): Promise<void> {
       failedNodes,
       waitedForQuota,
       startEndToFirstFannedStartedMs: round(firstFanned - startEnd),
+      // Of which: the start's end → the engine's decision to run the 200 (their first Queued event).
+      startEndToFannedDecidedMs: round(firstFannedDecided - startEnd),
       lastFannedEndToJoinStartedMs: round(joinStarted - lastFanned),
       // From the first fanned node's start to the last one's end: the share of that time in which both slots, one, or none ran a task.
       slotsBusyShare: slots,
@@ -338,7 +341,7 @@ async function main(): Promise<void> {
     `pipelines (${cpus().length} CPUs, load ${loadAtStart[0]} at start, a file made in ${disk.microsPerFile} µs after ${disk.waitedSeconds} s): submit→first node started p50 ${s.pipeline.p50Ms} ms p99 ${s.pipeline.p99Ms} ms` +
       ` (reply p50 ${s.pipeline.replyP50Ms} ms, decided p50 ${s.toQueuedP50Ms} ms, decided → started p50 ${s.queuedToStartedP50Ms} ms; node end → run end p50 ${s.nodeEndToRunEndP50Ms} ms) vs plain job p50 ${s.job.p50Ms} ms p99 ${s.job.p99Ms} ms (+${s.overheadP50Ms} ms)` +
       ` | ${LINEAR_NODES}-node linear ×${LINEAR_RUNS}: ${l.totalsMs.join(', ')} ms vs direct ${l.directMs} ms (${l.directRunsMs.join(', ')}) → overhead per node median ${l.perNodeOverheadMedianMs} ms (${l.perNodeOverheadMs.join(', ')}), gap p50 ${l.gapP50Ms} ms max ${l.gapMaxMs} ms, ${l.heldNodes} of ${(LINEAR_NODES - 1) * LINEAR_RUNS} submitted ahead (${l.heldPrepared} prepared) (end → next decided p50 ${l.gapDecideP50Ms} ms, decided → started p50 ${l.gapLaunchP50Ms} ms), a node's own p50 ${l.nodeOwnP50Ms} ms` +
-      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms${f.transactionsPerNode === undefined ? '' : ` in ${f.transactionsPerNode} transactions`}, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms, last's end → join started ${f.lastFannedEndToJoinStartedMs} ms; both slots running a task ${f.slotsBusyShare.both}% of that time, one ${f.slotsBusyShare.one}%, none ${f.slotsBusyShare.none}%)` +
+      ` | fan-out ${FANOUT}: ${f.hubSeconds} s vs direct ${f.directSeconds} s (${f.directRunsSeconds.join(', ')}; Node, 2 at a time) = ${f.ratio}× (CPU per node ${f.cpuMsPerNode ?? '?'} ms, the hub's ${f.hubCpuMsPerNode} ms, PostgreSQL's ${f.postgresCpuMsPerNode ?? '?'} ms${f.transactionsPerNode === undefined ? '' : ` in ${f.transactionsPerNode} transactions`}, vs ${f.directCpuMsPerNode ?? '?'} ms; ${f.waitedForQuota} waited for quota; start's end → first of the ${FANOUT} started ${f.startEndToFirstFannedStartedMs} ms (decided ${f.startEndToFannedDecidedMs} ms), last's end → join started ${f.lastFannedEndToJoinStartedMs} ms; both slots running a task ${f.slotsBusyShare.both}% of that time, one ${f.slotsBusyShare.one}%, none ${f.slotsBusyShare.none}%)` +
       ` ${f.state}, started once ${f.startedOnce}/${f.nodes}, failed ${f.failedNodes} | started twice ${twice}, never ${never}, failed/lost ${failed}, 5xx ${c.serverErrors()}`,
   );
 }
