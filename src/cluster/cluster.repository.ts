@@ -16,7 +16,7 @@ import { ClusterNode } from './entities/cluster-node.entity.js';
 import { JobExecution, pendingTaskState, taskEvent, type ExecutionStatus, type TaskEvent, type TaskState } from './entities/job-execution.entity.js';
 import type { JobListRow } from './cluster.mappers.js';
 import { EXECUTION_LIST_QUERY, JOB_LIST_QUERY } from './list-queries.js';
-import { HOLDINGS_STATEMENT, lineStatement, lockOwnersStatement, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
+import { HOLDINGS_STATEMENT, lineStatement, LOCK_OWNERS_STATEMENT, OWNER_ACTIVE, PENDING_COLUMNS, type Holding, type LineOrder } from './fair-share.js';
 import { ENDED_WELL_IN_E, heldToPrepareStatement, NOT_HELD, released, releasedStatement } from './dependent-jobs.js';
 
 /** An execution as lists show it (EXECUTION_LIST_COLUMNS), with its node's name; times as toISOString writes them. */
@@ -654,7 +654,8 @@ export class ClusterRepository {
   ): Promise<ClaimedExecution[]> {
     // Two round trips on one connection, the values written into the text (each checked, or quoted
     // by the driver) so that several statements go at once: every job takes this path. The reads'
-    // texts repeat round after round (the hub's nodes, the line's limit), and are kept planned.
+    // texts repeat round after round (the hub's nodes, the line's limit; the owners to lock go as a
+    // parameter), and are kept planned.
     const ids = (values: readonly string[]) => `ARRAY[${values.map((value) => `'${uuid(value)}'`).join(',')}]::uuid[]`;
     const runner = this.dataSource.createQueryRunner();
     const client = (await runner.connect()) as pg.PoolClient;
@@ -664,28 +665,27 @@ export class ClusterRepository {
       const results = (await client.query([...prelude, ...statements].join(';\n'))) as unknown as pg.QueryResult | pg.QueryResult[];
       return (Array.isArray(results) ? results : [results]).slice(prelude.length);
     };
-    const kept = (text: string) => plans.execute(text);
     try {
       const read = await batch([
         'BEGIN',
         // Taken before what follows reads (each statement reads what was committed when it began).
         ...(exclusive
           ? [
-              kept(
+              plans.execute(
                 `SELECT pg_advisory_xact_lock(${NODE_LOCK_CLASS}, hashtext(n::text)) FROM (SELECT unnest(${ids([...nodeIds].sort())}) AS n ORDER BY 1) AS nodes`,
               ),
             ]
           : []),
-        ...(line.lockOwners ? [kept(lockOwnersStatement(line.lockOwners.map(uuid), (value) => `'${value}'`))] : []),
+        ...(line.lockOwners ? [plans.execute(LOCK_OWNERS_STATEMENT, [ids(line.lockOwners)])] : []),
         // Before what is read from the end of the results.
-        ...(held.prepare > 0 ? [kept(heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds)))] : []),
+        ...(held.prepare > 0 ? [plans.execute(heldToPrepareStatement(PENDING_COLUMNS, OWNER_ACTIVE, integer(held.prepare), integer(hub), ids(nodeIds)))] : []),
         // Its ids are this round's own: planned as it comes.
         ...(held.launches.length > 0 ? [releasedStatement(ids(held.launches))] : []),
-        kept(`SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
+        plans.execute(`SELECT n.id, n.name, n.os, n.labels, n.attributes, n.cpu,
                 coalesce((SELECT sum(e.reserved_cpu) FROM job_executions e WHERE e.node_id = n.id AND e.status IN ('pending', 'running') AND NOT e.prepared), 0)::int AS used
          FROM cluster_nodes n WHERE n.id = ANY(${ids(nodeIds)}) AND n.status = 'ready' AND NOT n.draining AND n.is_worker ORDER BY n.name`),
-        ...(line.fair ? [kept(HOLDINGS_STATEMENT)] : []),
-        kept(lineStatement(integer(limit), line.fair)),
+        ...(line.fair ? [plans.execute(HOLDINGS_STATEMENT)] : []),
+        plans.execute(lineStatement(integer(limit), line.fair)),
       ]);
       const locked = line.lockOwners ? new Set((read[exclusive ? 2 : 1].rows as { ownerId: string }[]).map((row) => row.ownerId)) : undefined;
       const holdings = line.fair ? (read.at(-2)?.rows as Holding[]) : [];

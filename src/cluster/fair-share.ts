@@ -47,16 +47,15 @@ export function capInForce(setting: number | null): boolean {
 
 /**
  * Takes, in a fixed order, the locks of the owners whose work a round may start: those with work
- * waiting in line, and those of `preparedOwners` (this hub's prepared launches). Answers the owners
- * locked: a round starts nothing of another's (one who submitted meanwhile waits for the next).
+ * waiting in line, and those of this hub's prepared launches (`$1`, a uuid[]: one text whichever
+ * owners they are, so that a round's plan is kept). Answers the owners locked: a round starts
+ * nothing of another's (one who submitted meanwhile waits for the next).
  */
-export function lockOwnersStatement(preparedOwners: readonly string[], quote: (value: string) => string): string {
-  const prepared = preparedOwners.length > 0 ? ` OR a.owner_id IN (${preparedOwners.map((owner) => `${quote(owner)}::uuid`).join(',')})` : '';
-  return `SELECT o.owner_id AS "ownerId", pg_advisory_xact_lock(${USER_LOCK_CLASS}, hashtext(o.owner_id::text)) AS locked FROM (
+export const LOCK_OWNERS_STATEMENT = `SELECT o.owner_id AS "ownerId", pg_advisory_xact_lock(${USER_LOCK_CLASS}, hashtext(o.owner_id::text)) AS locked FROM (
     SELECT a.owner_id FROM cluster_active_jobs a
-    WHERE a.active > 0 AND (EXISTS (SELECT 1 FROM job_executions e WHERE e.owner_id = a.owner_id AND e.status = 'pending' AND e.driver_ref IS NULL AND e.node_id IS NULL)${prepared})
+    WHERE a.active > 0 AND (EXISTS (SELECT 1 FROM job_executions e WHERE e.owner_id = a.owner_id AND e.status = 'pending' AND e.driver_ref IS NULL AND e.node_id IS NULL)
+      OR a.owner_id = ANY($1::uuid[]))
     ORDER BY 1) AS o`;
-}
 
 /**
  * The slots each owner holds on each node, and how many of them their batch executions hold. Each
@@ -256,7 +255,7 @@ export function soleOwner(owners: Iterable<string | null>): string | undefined {
   return distinct.size === 1 && owner !== null ? owner : undefined;
 }
 
-/** How a placement round reads the line (lineStatement), and whose locks it takes (lockOwnersStatement). */
+/** How a placement round reads the line (lineStatement), and whose locks it takes (LOCK_OWNERS_STATEMENT). */
 export interface LineOrder {
   readonly fair: boolean;
   readonly lockOwners?: readonly string[];
