@@ -97,6 +97,11 @@ async function lstatOrAbsent(path: string): Promise<Stats | null | undefined> {
   return lstat(path).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' || error.code === 'ENOTDIR' ? undefined : null));
 }
 
+/** Whether what lstatOrAbsent found has nothing to read: nothing there, or an empty regular file. */
+function holdsNothing(found: Stats | null | undefined): boolean {
+  return found === undefined || (found !== null && found.isFile() && found.size === 0);
+}
+
 /** Whether an open file lies under `root` (a real path), checked on the descriptor as byte-window.ts does. */
 async function opensUnder(handle: FileHandle, root: string): Promise<boolean> {
   const opened = await realpath(`/proc/self/fd/${handle.fd}`);
@@ -194,10 +199,13 @@ export class FilesCopiedOut implements OnModuleInit {
     // Most tasks of a pipeline print nothing at all: when both logs are empty regular files (or were
     // never written), there is nothing to read, and the directory is not resolved. A link a job put
     // in the way can only make a log read as empty here, which is what a refused log is kept as.
-    const looked = await Promise.all(LOG_NAMES.map((name) => lstatOrAbsent(join(executionDir, 'logs', name))));
-    const empty = looked.every((found) => found === undefined || (found !== null && found.isFile() && found.size === 0));
     // Nothing can be stored under the destination's logs unless an earlier copy made their directory.
-    const storedBefore = (await lstatOrAbsent(join(this.root, prefix, LOGS))) !== undefined;
+    const [storedLogs, ...looked] = await Promise.all([
+      lstatOrAbsent(join(this.root, prefix, LOGS)),
+      ...LOG_NAMES.map((name) => lstatOrAbsent(join(executionDir, 'logs', name))),
+    ]);
+    const empty = looked.every(holdsNothing);
+    const storedBefore = storedLogs !== undefined;
     const copied: CopiedLog[] = [];
     let logs: Confined | undefined;
     let refused: Refusal | undefined;
@@ -214,8 +222,7 @@ export class FilesCopiedOut implements OnModuleInit {
         if (refused) throw refused;
         // An empty regular file (most tasks print nothing on one of their logs) has nothing to read:
         // it is taken as empty without opening it. Anything else is opened as confined.
-        const found = logs && (await lstatOrAbsent(join(logs.real, name)));
-        if (logs && found !== undefined && !(found?.isFile() && found.size === 0))
+        if (logs && !holdsNothing(await lstatOrAbsent(join(logs.real, name))))
           source = await this.openConfined(logs, name, `log '${name}'`, 'the log directory');
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
