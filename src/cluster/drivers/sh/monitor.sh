@@ -29,7 +29,8 @@
 # A signal to every process of the launch; read from its group each time, as it forks.
 pass_on() {
   if [ -n "$members" ]; then
-    while IFS= read -r pid; do kill -"$1" "$pid" 2>/dev/null; done <"$members"
+    # Its errors are not the task's: none reaches the execution's log (the redirection's own first).
+    while IFS= read -r pid; do kill -"$1" "$pid"; done 2>/dev/null <"$members"
   else
     kill -"$1" -"$child" 2>/dev/null
   fi

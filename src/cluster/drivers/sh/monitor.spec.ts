@@ -152,6 +152,11 @@ describe('the launch’s monitor (sh/monitor.sh, under sh)', () => {
       await backgroundEnded(launch.dir);
     });
 
+    it('writes nothing of its own to the launch’s output when the list cannot be read', async () => {
+      const { code, stderr } = await monitor('exit 6', [], join(root, 'no-such-group', 'cgroup.procs')).ended;
+      expect({ code, stderr }).toEqual({ code: 6, stderr: '' });
+    });
+
     it('ends every process still listed when the launch ends', async () => {
       const members = listed();
       const launch = monitor(`setsid sleep 60 & echo $! >>'${members}'; echo $! >background; exit 4`, [], members);
