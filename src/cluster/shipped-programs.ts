@@ -16,7 +16,7 @@ const PROGRAMS_DIR = 'programs';
 /** The library worker's sources: src/libraries (dist/src/libraries once built), the worker and the filter it compiles. */
 const LIBRARIES_DIR = fileURLToPath(sourceFile('libraries/'));
 /** The packages the library worker imports; with their dependencies, they are placed beside it. */
-const LIBRARY_WORKER_PACKAGES = ['@duckdb/node-api', 'sas7bdat', 'peggy', 'pg'];
+const LIBRARY_WORKER_PACKAGES = ['@duckdb/node-api', '@duckdb/node-bindings', 'sas7bdat', 'peggy', 'pg'];
 
 /** A program placed for job users: run `entry` with `node`. */
 export interface PlacedProgram {
@@ -141,7 +141,7 @@ export class ShippedPrograms implements OnModuleInit {
 
   /**
    * The library worker (src/libraries/worker) placed for job users with the packages it imports
-   * (DuckDB's, sas7bdat's, Peggy's, pg's), in a directory named after the worker's code, the
+   * (DuckDB's, its C API's, sas7bdat's, Peggy's, pg's), in a directory named after the worker's code, the
    * packages' versions and the Node.js version (DuckDB's and fs-ext's native parts are built for
    * it): placed once, whole, through a rename. Run as `<node> <entry>`. Under Jest the sources
    * are TypeScript: they are transpiled as they are placed, with SWC (present wherever the sources
