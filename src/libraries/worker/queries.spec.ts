@@ -40,6 +40,14 @@ describe('rowsOf', () => {
     expect(rows.map((row) => row[1])).toEqual(texts);
   });
 
+  it('reads constant columns, and an empty result as no rows', async () => {
+    const sql = `SELECT 'same text' AS t, 42 AS n, NULL::VARCHAR AS missing, range::DOUBLE AS d FROM range(3000)`;
+    const rows = rowsOf(await (await connection.prepare(sql)).run());
+    expect(rows).toEqual(await getRows(sql));
+    expect(rows[2999]).toEqual(['same text', 42, null, 2999]);
+    expect(rowsOf(await (await connection.prepare('SELECT 1 AS n WHERE false')).run())).toEqual([]);
+  });
+
   it('reads a type the worker never selects as getRows does', async () => {
     const sql = `SELECT range AS big, DATE '2020-01-01' + range::INTEGER AS day, CASE WHEN range = 1 THEN NULL ELSE [range] END AS list FROM range(3) ORDER BY range`;
     expect(rowsOf(await (await connection.prepare(sql)).run())).toEqual(await getRows(sql));
