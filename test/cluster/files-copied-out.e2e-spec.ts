@@ -252,7 +252,10 @@ describe('files copied out of an execution', () => {
     await files.remove('runs/r1');
     expect(readdirSync(join(store, 'runs'))).toEqual(['r2']);
     await expect(files.openStored('runs/r1/node-a/files/text')).rejects.toBeInstanceOf(NotFoundError);
-    expect((await files.openStored('runs/r2/node-a/files/text')).size).toBe(15);
+    const kept = await files.openStored('runs/r2/node-a/files/text');
+    expect(kept.size).toBe(15);
+    // Read to its end, which closes the file (an unread stream would leave it for the garbage collector).
+    expect(await bytesOf(kept.stream)).toHaveLength(15);
     await files.remove('runs/r1'); // Gone already: no error.
     await files.remove('runs');
     expect(readdirSync(store)).toEqual([]);
