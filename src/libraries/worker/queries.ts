@@ -128,8 +128,8 @@ function validityOf(vector: duckdb.Vector, rows: number): ((row: number) => bool
 
 /**
  * A VARCHAR vector's text: inlined text (most of what datasets hold: codes, names, the dates records
- * select as text) decoded from a Buffer's view of the vector, the rest from where it points to.
- * TextDecoder's call on a new view per value was most of what reading text cost (docs/libraries.md).
+ * select as text) decoded from a Buffer over the copy of the vector's entries the bindings give, the
+ * rest from where its entry points to (the chunk's own memory: read while the chunk is in use).
  */
 function readText(vector: duckdb.Vector, rows: number, valid: ((row: number) => boolean) | undefined): (string | null)[] {
   const texts = new Array<string | null>(rows);
@@ -153,24 +153,27 @@ function readText(vector: duckdb.Vector, rows: number, valid: ((row: number) => 
 
 /** Reads value `index` of a chunk's column: its value, or null where the validity mask says it is missing. */
 function columnReader(chunk: DuckDBDataChunk, column: number, type: DuckDBTypeId, size: number): (index: number) => unknown {
+  const numbers = NUMBER_ARRAYS.get(type);
+  if (!numbers && type !== DuckDBTypeId.BOOLEAN && type !== DuckDBTypeId.VARCHAR) {
+    // A type the worker never selects: as getRows reads it (its vector tells missing values itself).
+    const items = chunk.getColumnVector(column);
+    return (index) => items.getItem(index);
+  }
   const vector = duckdb.data_chunk_get_vector(chunk.chunk, column);
   const valid = validityOf(vector, size);
-  const numbers = NUMBER_ARRAYS.get(type);
+  if (type === DuckDBTypeId.VARCHAR) {
+    const texts = readText(vector, size, valid);
+    return (index) => texts[index];
+  }
   let read: (index: number) => unknown;
   if (numbers) {
     const data = duckdb.vector_get_data(vector, size * numbers.BYTES_PER_ELEMENT);
-    // DuckDB's vectors are its own memory, never shared: an ArrayBuffer.
+    // The bindings' copy of the data, in a buffer of its own (never a SharedArrayBuffer).
     const items = new numbers(data.buffer as ArrayBuffer, data.byteOffset, size);
     read = (index) => items[index];
-  } else if (type === DuckDBTypeId.BOOLEAN) {
+  } else {
     const data = duckdb.vector_get_data(vector, size);
     read = (index) => data[index] !== 0;
-  } else if (type === DuckDBTypeId.VARCHAR) {
-    const texts = readText(vector, size, valid);
-    return (index) => texts[index];
-  } else {
-    const items = chunk.getColumnVector(column);
-    return (index) => items.getItem(index);
   }
   return valid ? (index) => (valid(index) ? read(index) : null) : read;
 }
@@ -180,9 +183,9 @@ function columnReader(chunk: DuckDBDataChunk, column: number, type: DuckDBTypeId
  * getRows gives. The columns are read from their vectors' data through DuckDB's C API, a column at
  * a time: numbers as typed arrays view them, booleans a byte each, text as readText reads it, and
  * missing values from the validity mask's bits. getRows instead builds an object per vector and
- * tests each value's validity with BigInt arithmetic: reading and writing a page of 1,000 rows of
- * four columns as JSON takes about 0.3 ms less this way, a third (docs/libraries.md). A type the
- * worker never selects (types.ts) is still read, value by value, as getRows reads it.
+ * tests each value's validity with BigInt arithmetic: reading a page of 1,000 rows of four columns
+ * and writing it as JSON takes about 0.1 ms less this way, 0.93–0.97 ms against 1.04–1.06
+ * (docs/libraries.md). A type the worker never selects (types.ts) is still read as getRows reads it.
  */
 export function rowsOf(result: DuckDBMaterializedResult): unknown[][] {
   const columns = result.columnCount;
