@@ -245,7 +245,10 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     this.holdingBack.clear();
   }
 
+  /** What this hub keeps of a run that has ended (here or on another hub): its timers too, which have nothing left to do. */
   private forget(runId: string): void {
+    for (const timer of this.timers.get(runId)?.values() ?? []) clearTimeout(timer);
+    this.timers.delete(runId);
     this.plans.delete(runId);
     this.kept.delete(runId);
     this.seen.delete(runId);
@@ -1090,7 +1093,6 @@ export class PipelineEngine implements OnApplicationBootstrap, OnApplicationShut
     // The stopped nodes' logs, kept as a finished node's are (their latest attempts, read at once).
     const latest = await this.cluster.latestAttempts(stopping.flatMap((node) => (node.jobId ? [node.jobId] : [])));
     for (const node of stopping) {
-      clearTimeout(this.timers.get(runId)?.get(node.name));
       const attempt = node.jobId ? latest.get(node.jobId) : undefined;
       if (attempt) void this.storeLogs(runId, { ...node, executionId: attempt.executionId }, attempt);
     }
