@@ -76,6 +76,9 @@ interface Followed {
   /** Settles once the start's record is written (true) or will never be (false). */
   readonly startRecorded: Promise<boolean>;
   readonly settleStart: (recorded: boolean) => void;
+  /** Settles once its start is deferred (see deferredStart) or settled: what an end heard before waits for. */
+  readonly startKnown: Promise<void>;
+  readonly knowStart: () => void;
   recorded?: { readonly driverRef: string; readonly taskState: TaskState };
   /** Its end was heard before its start was recorded: the follow looks again once it is. */
   endHeard?: boolean;
@@ -732,6 +735,9 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
    * it was not handed the CPUs (it was stopped), placement decides who takes them.
    */
   private async recordEnd(executionId: string, slot: Followed, ended: Ended, next?: PreparedLaunch): Promise<void> {
+    // An end heard before its launch was answered (a task that exits at once: both come in one
+    // read of the launcher) waits for the start to be deferred, not for the deferral to run out.
+    await slot.startKnown;
     // A start not written yet is written with the end.
     const deferred = slot.deferredStart;
     slot.deferredStart = undefined;
@@ -779,11 +785,25 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
 
   /** Notes the CPUs of an execution whose task is about to start, from before it starts: a short task's end may come before its start is recorded. */
   private follows(execution: ClaimedExecution): Followed {
-    let settleStart: (recorded: boolean) => void = () => undefined;
-    const startRecorded = new Promise<boolean>((resolve) => (settleStart = resolve));
+    let recordedAs: (recorded: boolean) => void = () => undefined;
+    let knowStart: () => void = () => undefined;
+    const startRecorded = new Promise<boolean>((resolve) => (recordedAs = resolve));
+    const startKnown = new Promise<void>((resolve) => (knowStart = resolve));
+    const settleStart = (recorded: boolean) => {
+      knowStart();
+      recordedAs(recorded);
+    };
     // What its announcements name, not its task (which may be large), for as long as it runs.
     const { id, jobId, ownerId, workloadKey } = execution;
-    const slot: Followed = { execution: { id, jobId, ownerId, workloadKey }, nodeId: execution.nodeId, cpu: execution.reservedCpu, startRecorded, settleStart };
+    const slot: Followed = {
+      execution: { id, jobId, ownerId, workloadKey },
+      nodeId: execution.nodeId,
+      cpu: execution.reservedCpu,
+      startRecorded,
+      settleStart,
+      startKnown,
+      knowStart,
+    };
     this.followed.set(execution.id, slot);
     return slot;
   }
@@ -834,6 +854,7 @@ export class ClusterScheduler implements OnApplicationBootstrap, OnApplicationSh
           resolve();
         };
         slot.deferredStart = { execution, nodeName, driverRef, startedAt, taskState, take };
+        slot.knowStart();
       });
       if (slot.deferredStart === undefined) return;
       slot.deferredStart = undefined;

@@ -282,6 +282,43 @@ describe('the job path', () => {
     }
   }, 60_000);
 
+  it('writes the start of a task that ended before its launch was answered with its end, at once', async () => {
+    const sharedDir = dir('hub-path-early-end-');
+    const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_SHARED_DIR: sharedDir } });
+    try {
+      // The order a task that exits at once often takes (its start and its end come in one read of
+      // the launcher): the end is heard before the start is recorded, every time here.
+      type Recording = (...args: unknown[]) => Promise<void>;
+      const scheduler = hub.app.get(ClusterScheduler) as unknown as { recordStart: Recording; recordEnd: Recording; writeStart: Recording };
+      let endHeard = () => undefined as void;
+      const heard = new Promise<void>((resolve) => (endHeard = resolve));
+      const [recordStart, recordEnd, writeStart] = [scheduler.recordStart, scheduler.recordEnd, scheduler.writeStart].map((method) => method.bind(scheduler));
+      scheduler.recordEnd = (...args) => {
+        endHeard();
+        return recordEnd(...args);
+      };
+      scheduler.recordStart = async (...args) => {
+        await heard;
+        return recordStart(...args);
+      };
+      const startsWrittenAlone: unknown[] = [];
+      scheduler.writeStart = (...args) => {
+        startsWrittenAlone.push(args[0]);
+        return writeStart(...args);
+      };
+      const c = clientOf(hub);
+      const job = await c.submit('ends-at-once', await c.profileId(), 'true');
+      const done = await c.until(job.id, 'completed');
+      expect(done.taskStates.main.events.map((event) => event.type)).toEqual(['Received', 'Started', 'Terminated']);
+      expect(done.taskStates.main.startedAt).toEqual(expect.any(String));
+      // Its end took its start (one statement), rather than waiting out the start's deferral and
+      // having it written on its own first (a linear pipeline's node waited 50 ms so).
+      expect(startsWrittenAlone).toEqual([]);
+    } finally {
+      await hub.close();
+    }
+  }, 60_000);
+
   it('prepares the next in line up to its gate without running any of its task, and releases it into the slot its predecessor frees', async () => {
     const sharedDir = dir('hub-path-prepared-');
     const hub = await startTestHub({ env: { HUB_LOCAL_SLOTS: '1', HUB_LOCAL_PREPARED_LAUNCHES: '1', HUB_SHARED_DIR: sharedDir } });
