@@ -289,8 +289,8 @@ describe('the job path', () => {
       // The order a task that exits at once often takes (its start and its end come in one read of
       // the launcher): the end is heard before the start is recorded, every time here.
       type Recording = (...args: unknown[]) => Promise<void>;
-      const scheduler = hub.app.get(ClusterScheduler) as unknown as { recordStart: Recording; recordEnd: Recording; writeStart: Recording };
-      let endHeard = () => undefined as void;
+      const scheduler = hub.app.get<unknown, { recordStart: Recording; recordEnd: Recording; writeStart: Recording }>(ClusterScheduler);
+      let endHeard: () => void = () => undefined;
       const heard = new Promise<void>((resolve) => (endHeard = resolve));
       const [recordStart, recordEnd, writeStart] = [scheduler.recordStart, scheduler.recordEnd, scheduler.writeStart].map((method) => method.bind(scheduler));
       scheduler.recordEnd = (...args) => {
