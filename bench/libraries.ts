@@ -7,8 +7,9 @@
 //   alternate round by round (BENCH_LIBRARY_ROUNDS, 15), medians and their ratio (target ≤ 1.25);
 // - distinct values of a 10,000,000-row column (1,000 distinct values) through the hub, against
 //   DuckDB's SELECT DISTINCT … ORDER BY directly, alternated alike;
-//   the worker asked directly (with its secret) and getPublishedLibrary (the hub's own cost of a
-//   request that reaches no worker) alternate with them, to tell the hub's part;
+//   the worker asked directly (with its secret), the worker through a bare relay (bench/bare-relay.ts:
+//   what any relay through a second process costs here) and getPublishedLibrary (the hub's own cost
+//   of a request that reaches no worker) alternate with them, to tell the hub's part;
 //   CPU per records request beside the times (the hub's and the workers' from /proc, DuckDB's here),
 //   figures the load moves far less;
 // - records throughput: 20 concurrent clients for 10 s (BENCH_LIBRARY_THROUGHPUT_SECONDS) asking that page, two workers.
@@ -18,13 +19,15 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pg from 'pg';
 import { cpuMs, startNode, stop } from './processes.js';
 import { ADMIN_PASSWORD, dropDatabase, freshDatabase, HUB, login, percentileOf, round, sleep, writeResults } from './support.js';
 
 const DATABASE = 'hub_bench_libraries';
+const BARE_RELAY = join(dirname(fileURLToPath(import.meta.url)), 'bare-relay.js');
 const ROWS = Number(process.env.BENCH_LIBRARY_ROWS ?? 10_000_000);
 const ROUNDS = Number(process.env.BENCH_LIBRARY_ROUNDS ?? 15);
 const CLIENTS = 20;
@@ -113,6 +116,7 @@ async function main(): Promise<void> {
     (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
   );
   let unpublish: () => Promise<void> = () => Promise.resolve();
+  let stopRelay: () => Promise<void> = () => Promise.resolve();
   try {
     const auth = { authorization: `Bearer ${await login(hub)}` };
     const json = { ...auth, 'content-type': 'application/json' };
@@ -180,12 +184,20 @@ async function main(): Promise<void> {
     const getUrl = `${hub.url}/api/v2/libraries/published/${id}`;
     const viaWorker = () =>
       call(`http://${worker.host}:${worker.port}/records`, 'POST', { 'x-hub-service-secret': worker.secret, 'content-type': 'application/json' }, workerBody);
+    const relay = await startNode(BARE_RELAY, { WORKER_HOST: worker.host, WORKER_PORT: String(worker.port), WORKER_SECRET: worker.secret }, '/health');
+    stopRelay = () => stop(relay);
+    const viaBareRelay = async () => {
+      const reply = await call(`${relay.url}/records`, 'POST', { 'content-type': 'application/json' }, workerBody);
+      if (reply.status !== 200) throw new Error(`the bare relay: ${reply.status} ${reply.body}`);
+      return reply;
+    };
     const distinctCount = (JSON.parse((await viaHub(distinctUrl)).body) as { code: unknown[] }).code.length;
     const loads: number[] = [load()];
     const times = {
       get: [] as number[],
       hub: [] as number[],
       worker: [] as number[],
+      bareRelay: [] as number[],
       direct: [] as number[],
       hubDistinct: [] as number[],
       directDistinct: [] as number[],
@@ -206,6 +218,7 @@ async function main(): Promise<void> {
         cpu.direct += directAfter - directBefore;
       }
       const w = (await viaWorker()).ms;
+      const r = (await viaBareRelay()).ms;
       const g = (await viaHub(getUrl)).ms;
       const c = (await viaHub(distinctUrl)).ms;
       t = performance.now();
@@ -214,6 +227,7 @@ async function main(): Promise<void> {
       if (warm) continue;
       times.hub.push(a);
       times.worker.push(w);
+      times.bareRelay.push(r);
       times.get.push(g);
       times.direct.push(b);
       times.hubDistinct.push(c);
@@ -243,8 +257,10 @@ async function main(): Promise<void> {
       records: {
         hubMedianMs: round(mid(times.hub), 2),
         workerDirectlyMedianMs: round(mid(times.worker), 2),
+        bareRelayMedianMs: round(mid(times.bareRelay), 2),
         directMedianMs: round(mid(times.direct), 2),
         ratio: round(mid(times.hub) / mid(times.direct), 3),
+        bareRelayRatio: round(mid(times.bareRelay) / mid(times.direct), 3),
         // Means over the rounds (the kernel counts in 10 ms ticks): CPU of the hub and of the workers per request, of DuckDB here per SELECT.
         cpuMsPerRequest: {
           hub: round(cpu.hub / ROUNDS, 2),
@@ -271,6 +287,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(results, null, 2));
     writeResults('libraries', results);
   } finally {
+    await stopRelay().catch(() => undefined);
     await unpublish().catch(() => undefined);
     await stop(hub);
     await dropDatabase(DATABASE).catch(() => undefined);
