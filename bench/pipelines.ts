@@ -22,9 +22,10 @@
 // Waits first until files made in its data directory cost what they do on a disk at rest (see
 // settledDisk). Prints one line of figures. Smaller runs: BENCH_PIPELINE_RUNS (one-node runs and
 // plain jobs, 20), BENCH_PIPELINE_LINEAR (its nodes, 20), BENCH_PIPELINE_LINEAR_RUNS (3),
-// BENCH_PIPELINE_FANOUT (200), BENCH_PIPELINE_FANOUT_RUNS (3). BENCH_HUB names another built hub to measure (a baseline's
-// dist/hub.js, or dist/src/main.js, the unbundled tree, whose profiles name files). Uses
-// BENCH_DATABASE_URL (default: this machine's PostgreSQL), where it recreates hub_bench_pipelines.
+// BENCH_PIPELINE_FANOUT (200), BENCH_PIPELINE_FANOUT_RUNS (3). BENCH_HUB names another built hub
+// to measure (a baseline's dist/hub.js, or dist/src/main.js, the unbundled tree, whose profiles
+// name files). Uses BENCH_DATABASE_URL (default: this machine's PostgreSQL), where it recreates
+// hub_bench_pipelines.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
