@@ -15,7 +15,9 @@
 // - records throughput: 20 concurrent clients for 10 s (BENCH_LIBRARY_THROUGHPUT_SECONDS) asking that page, two workers.
 // Prints the figures with the load average beside each; writes bench/results/libraries-<date>.json.
 // BENCH_HUB names another built hub to measure (another worktree's dist/hub.js: a baseline, its own
-// worker with it), BENCH_HUB_NODE_ARGS node options for it (`--cpu-prof --cpu-prof-dir=/tmp/p`).
+// worker with it), BENCH_HUB_NODE_ARGS node options for it (`--cpu-prof --cpu-prof-dir=/tmp/p`), and
+// BENCH_RELAY_NODE_ARGS for the bare relay: `--import <dist/bench/relay-phases.js>` in both splits
+// each page, inside the hub and inside the relay, into before, during and after the worker's part.
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -38,6 +40,9 @@ const FILTER = "score >= 900 and label like 'name-1%'";
 const directRecords = (file: string) =>
   `SELECT id, score, label, day FROM read_parquet('${file}') WHERE score >= 900 AND label LIKE 'name-1%' ORDER BY id LIMIT 1000`;
 const directDistinct = (file: string) => `SELECT DISTINCT code FROM read_parquet('${file}') ORDER BY code`;
+
+/** Node options given as one string (`--cpu-prof --cpu-prof-dir=/tmp/p`). */
+const nodeArgs = (given: string | undefined) => (given ?? '').split(' ').filter((arg) => arg !== '');
 
 /** The median, unrounded (support's median rounds to whole milliseconds). */
 function mid(values: readonly number[]): number {
@@ -113,7 +118,7 @@ async function main(): Promise<void> {
       HUB_LOCAL_SLOTS: '8',
     },
     '/health/ready',
-    (process.env.BENCH_HUB_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
+    nodeArgs(process.env.BENCH_HUB_NODE_ARGS),
   );
   let unpublish: () => Promise<void> = () => Promise.resolve();
   let stopRelay: () => Promise<void> = () => Promise.resolve();
@@ -184,7 +189,12 @@ async function main(): Promise<void> {
     const getUrl = `${hub.url}/api/v2/libraries/published/${id}`;
     const viaWorker = () =>
       call(`http://${worker.host}:${worker.port}/records`, 'POST', { 'x-hub-service-secret': worker.secret, 'content-type': 'application/json' }, workerBody);
-    const relay = await startNode(BARE_RELAY, { WORKER_HOST: worker.host, WORKER_PORT: String(worker.port), WORKER_SECRET: worker.secret }, '/health');
+    const relay = await startNode(
+      BARE_RELAY,
+      { WORKER_HOST: worker.host, WORKER_PORT: String(worker.port), WORKER_SECRET: worker.secret },
+      '/health',
+      nodeArgs(process.env.BENCH_RELAY_NODE_ARGS),
+    );
     stopRelay = () => stop(relay);
     const viaBareRelay = async () => {
       const reply = await call(`${relay.url}/records`, 'POST', { 'content-type': 'application/json' }, workerBody);
@@ -218,6 +228,10 @@ async function main(): Promise<void> {
         cpu.direct += directAfter - directBefore;
       }
       const w = (await viaWorker()).ms;
+      // Untimed: the bare relay's worker first sleeps through a DuckDB query here, as every other
+      // request's worker does. Asked right after the worker directly, it found that worker just
+      // awake, and put the floor of any relay lower than the hub can be measured against.
+      (await direct.runAndReadAll()).getRowsJS();
       const r = (await viaBareRelay()).ms;
       const g = (await viaHub(getUrl)).ms;
       const c = (await viaHub(distinctUrl)).ms;
