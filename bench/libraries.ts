@@ -228,9 +228,9 @@ async function main(): Promise<void> {
         cpu.direct += directAfter - directBefore;
       }
       const w = (await viaWorker()).ms;
-      // Untimed: the bare relay's worker first sleeps through a DuckDB query here, as every other
-      // request's worker does. Asked right after the worker directly, it found that worker just
-      // awake, and put the floor of any relay lower than the hub can be measured against.
+      // Untimed: the bare relay's worker first sleeps through a DuckDB query, as the hub's worker
+      // does before each page. Asked right after the worker directly, it found that worker just
+      // awake, and measured the floor of any relay lower than the hub could ever reach.
       (await direct.runAndReadAll()).getRowsJS();
       const r = (await viaBareRelay()).ms;
       const g = (await viaHub(getUrl)).ms;
