@@ -6,7 +6,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AuthService } from '../auth/auth.service.js';
 import { SERVICE_SECRET_HEADER } from '../cluster/service-endpoints.js';
-import { sendProblem } from '../common/errors/problem.filter.js';
+import { type Problem, sendProblem } from '../common/errors/problem.filter.js';
 import { UnauthorizedError } from '../common/errors/hub-errors.js';
 import { originOf } from '../common/http/client-address.js';
 import { isUuid } from '../common/query/query-values.js';
@@ -57,6 +57,20 @@ function single(value: string | string[] | undefined): string | undefined {
 function upstreamOf(session: SessionRow): string {
   const host = session.host ?? '';
   return `http://${host.includes(':') ? `[${host}]` : host}:${session.port}`;
+}
+
+/**
+ * The hub's reply when the session's server fails a request forwarded to it, as a gateway says it:
+ * 504 when it did not answer in time, 503 when its address could not be found, else 502 (the
+ * connection refused or dropped, a reply that is not HTTP). reply-from's own errors would make most
+ * of these a 500, which says the hub failed.
+ */
+function upstreamFailure(session: SessionRow, error: Error & { statusCode?: number; code?: string }): Problem {
+  const status = error.statusCode === 503 || error.statusCode === 504 ? error.statusCode : 502;
+  const what = status === 504 ? 'did not answer in time' : status === 503 ? 'could not be reached' : 'failed the request';
+  const cause = (error.cause as { code?: unknown } | undefined)?.code;
+  const code = typeof cause === 'string' ? cause : error.code;
+  return { status, detail: `The server of link session ${session.id} ${what}${code ? ` (${code})` : ''}` };
 }
 
 /** The headers a forwarded request carries: the client's, less the hub's credentials, with who asked and the session's secret. */
@@ -117,6 +131,8 @@ export class SessionProxy implements OnModuleInit {
           (request as Targeted)[FORWARDED] = true;
           void reply.send(response.stream);
         },
+        onError: (reply, { error }) =>
+          sendProblem(reply as FastifyReply, reply.request.id, upstreamFailure((reply.request as Targeted)[TARGET] as SessionRow, error)),
       },
       // The library's types leave out what it calls to make the upstream handshake's headers.
       wsClientOptions: {
