@@ -61,6 +61,13 @@ describe('the link session proxy', () => {
     );
   const proxied = (session: Session, path: string) => `${SESSIONS}/${session.sessionID}/proxy/${path}`;
   const token = (session: Session): Headers => ({ 'x-session-token': session.accessToken as string });
+  /** A session of a configuration of its own, `name`, whose program is `script` run by Node; Ready once its port takes a connection. */
+  const nodeSession = async (name: string, script: string) => {
+    await post(`${BASE}/configurations`, { name, command: process.execPath, args: ['-e', script], readiness: { type: 'port' } }, admin);
+    const session = await ready((await post(SESSIONS, { configuration: name })).json<Session>().sessionID);
+    expect(session.status).toBe('Ready');
+    return session;
+  };
   const secretOf = async (id: string) =>
     (await hub.app.get(DataSource).query<{ secret: string }[]>('SELECT secret FROM link_sessions WHERE id = $1', [id]))[0].secret;
   const newUser = async (userName: string) => {
@@ -177,18 +184,10 @@ describe('the link session proxy', () => {
   it('answers 502 when the session’s server drops the connection', async () => {
     // Its CPU for the next session (the tests before are done with it).
     await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${files.sessionID}`, headers: user });
-    await post(
-      `${BASE}/configurations`,
-      {
-        name: 'hangup',
-        command: process.execPath,
-        args: ['-e', "require('node:net').createServer((socket) => socket.destroy()).listen(Number(process.env.HUB_SESSION_PORT), '127.0.0.1')"],
-        readiness: { type: 'port' },
-      },
-      admin,
+    const hangup = await nodeSession(
+      'hangup',
+      "require('node:net').createServer((socket) => socket.destroy()).listen(Number(process.env.HUB_SESSION_PORT), '127.0.0.1')",
     );
-    const hangup = await ready((await post(SESSIONS, { configuration: 'hangup' })).json<Session>().sessionID);
-    expect(hangup.status).toBe('Ready');
     // Checked by the harness as every refusal of the hub's is: a problem, not the session's reply.
     const response = await get(proxied(hangup, 'x'), token(hangup));
     // Its CPU given back before anything is checked: a failure here does not hold up the tests after it.
@@ -201,22 +200,11 @@ describe('the link session proxy', () => {
   });
 
   it('answers 502 when the session’s server refuses the connection', async () => {
-    await post(
-      `${BASE}/configurations`,
-      {
-        name: 'closed',
-        command: process.execPath,
-        // Ready at the readiness probe's connection, then listening no more (the process stays): the proxy's connection is refused.
-        args: [
-          '-e',
-          "const server = require('node:net').createServer((socket) => { socket.destroy(); server.close(); }).listen(Number(process.env.HUB_SESSION_PORT), '127.0.0.1'); setInterval(() => {}, 60000)",
-        ],
-        readiness: { type: 'port' },
-      },
-      admin,
+    // Ready at the readiness probe's connection, then listening no more (the process stays): the proxy's connection is refused.
+    const closed = await nodeSession(
+      'closed',
+      "const server = require('node:net').createServer((socket) => { socket.destroy(); server.close(); }).listen(Number(process.env.HUB_SESSION_PORT), '127.0.0.1'); setInterval(() => {}, 60000)",
     );
-    const closed = await ready((await post(SESSIONS, { configuration: 'closed' })).json<Session>().sessionID);
-    expect(closed.status).toBe('Ready');
     const response = await get(proxied(closed, 'x'), token(closed));
     await hub.inject({ method: 'DELETE', url: `${SESSIONS}/${closed.sessionID}`, headers: user });
     expectProblem(response, 502);
