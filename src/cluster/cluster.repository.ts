@@ -169,11 +169,19 @@ const EXECUTIONS_SQL = `
 const EXECUTION_LIST_COLUMNS: readonly (keyof ExecutionRow)[] = ['id', 'jobId', 'status', 'nodeId', 'nodeName'];
 const EXECUTION_LIST_EXTRA = { creationTime: isoTime('execution."creationTime"'), modifiedTime: isoTime('execution."modifiedTime"') };
 
-/** A job and its first execution (see ClusterRepository.insertJob): every submission runs it. */
+/**
+ * A job and its first execution (see ClusterRepository.insertJob): every submission runs it. A key
+ * ($19) that names a job already inserts nothing and leaves the owner's count alone, read as
+ * committed without waiting: an end being recorded holds its job's row and then takes that count,
+ * so a resubmission that took the count first and then waited on the row (the unique index's check
+ * of an updated key) deadlocked with it.
+ */
 const INSERT_JOB: NamedStatement = {
   name: 'cluster-insert-job',
-  text: `WITH a AS (
-         INSERT INTO cluster_active_jobs AS a (owner_id, active) VALUES ($7, 1)
+  text: `WITH taken AS (
+         SELECT EXISTS (SELECT 1 FROM cluster_jobs k WHERE k.workload_key = $19) AS taken
+       ), a AS (
+         INSERT INTO cluster_active_jobs AS a (owner_id, active) SELECT $7, 1 FROM taken WHERE NOT taken.taken
          ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
          RETURNING a.active
        ), j AS (
@@ -182,8 +190,8 @@ const INSERT_JOB: NamedStatement = {
        ), e AS (
          INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified, held_by)
          SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10, $20::uuid FROM j RETURNING id
-       )
-       SELECT pg_notify('hub_changes', $17) FROM e`,
+       ), n AS (SELECT pg_notify('hub_changes', $17) FROM e)
+       SELECT (SELECT count(*) FROM n)::int AS inserted, taken.taken FROM taken`,
 };
 
 /**
@@ -441,7 +449,7 @@ export class ClusterRepository {
    * (hubs wake to place it). Refused (429) when its owner already has `maxActive` jobs pending or
    * running (0: no limit): the owner's count of active jobs is taken under its row lock in the
    * same statement, so concurrent submissions cannot pass it together, and costs the same however
-   * many jobs wait.
+   * many jobs wait. Undefined, with nothing inserted, when the job's workload key names a job already.
    */
   async insertJob(
     job: NewJob,
@@ -455,34 +463,37 @@ export class ClusterRepository {
     },
     maxActive: number,
     notice: string,
-  ): Promise<ClusterJob> {
+  ): Promise<ClusterJob | undefined> {
     const jobId = randomUUID();
     const executionId = randomUUID();
     const submitTime = new Date();
     const taskState = pendingTaskState([taskEvent('Received', 'Task received by the hub'), ...(execution.events ?? [])]);
-    const inserted = await runNamed(this.dataSource, INSERT_JOB, [
-      jobId,
-      job.name,
-      job.type,
-      job.priority,
-      job.namespaceId,
-      job.executionProfileId,
-      job.ownerId,
-      job.task,
-      job.properties,
-      submitTime,
-      executionId,
-      job.task.name,
-      taskState,
-      execution.reservedCpu,
-      execution.reservedMemory,
-      execution.executionDirOf(executionId),
-      notice,
-      maxActive,
-      job.workloadKey,
-      execution.heldBy ?? null,
-    ]);
-    if (inserted.rowCount === 0) throw overQuota(maxActive);
+    const [{ inserted, taken }] = (
+      await runNamed<{ inserted: number; taken: boolean }>(this.dataSource, INSERT_JOB, [
+        jobId,
+        job.name,
+        job.type,
+        job.priority,
+        job.namespaceId,
+        job.executionProfileId,
+        job.ownerId,
+        job.task,
+        job.properties,
+        submitTime,
+        executionId,
+        job.task.name,
+        taskState,
+        execution.reservedCpu,
+        execution.reservedMemory,
+        execution.executionDirOf(executionId),
+        notice,
+        maxActive,
+        job.workloadKey,
+        execution.heldBy ?? null,
+      ])
+    ).rows;
+    if (taken) return undefined;
+    if (inserted === 0) throw overQuota(maxActive);
     return Object.assign(new ClusterJob(), { ...job, id: jobId, status: 'pending', submitTime, finishedTime: null, created: submitTime, modified: submitTime });
   }
 

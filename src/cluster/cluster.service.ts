@@ -3,7 +3,7 @@ import { isAbsolute, join, relative, sep } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/database/postgres-errors.js';
-import { InvalidInputError, NotFoundError, TooManyRequestsError, type FieldError } from '../common/errors/hub-errors.js';
+import { ConflictError, InvalidInputError, NotFoundError, TooManyRequestsError, type FieldError } from '../common/errors/hub-errors.js';
 import type { ItemDenials, NamespaceScope } from '../common/http/access-scope.js';
 import type { Caller } from '../common/http/caller.js';
 import type { TotalEnvelope } from '../common/http/list-envelope.js';
@@ -316,7 +316,7 @@ export class ClusterService {
     const { identity, event: identityEvent } = await this.identities.of(owner);
     const dependsOn = workload.dependsOn;
     const held = dependsOn !== undefined && (await this.scheduler.dependencyOf(dependsOn, owner.id)) === 'held';
-    let job: ClusterJob;
+    let job: ClusterJob | undefined;
     try {
       job = await this.cluster.insertJob(
         newJob(workload, identity),
@@ -336,6 +336,12 @@ export class ClusterService {
         key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
       if (existing) return { job: toJobResponse(existing), existing: true };
       throw error;
+    }
+    if (!job) {
+      // The key names a job already (insertJob inserts nothing then): that job.
+      const existing = await this.cluster.findJobByKey(key as string);
+      if (existing) return { job: toJobResponse(existing), existing: true };
+      throw new ConflictError(`The job workload key ${key} named has just been deleted; submit it again`);
     }
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.

@@ -171,6 +171,32 @@ describe('execution changes announced, and workload keys', () => {
       }
     }, 60_000);
 
+    it('answers a key’s job at once while that job’s row is being changed, taking no lock on its owner’s count first', async () => {
+      // An end being recorded holds its job's row, then takes the owner's count of active jobs. A
+      // resubmission of the key took that count first and then waited on the row: a deadlock.
+      const key = `ending/${randomUUID()}`;
+      const job = await w.run('true', { key });
+      await heard.untilKind(job.id, 'ended');
+      const db = new pg.Client({ connectionString: hub.databaseUrl });
+      await db.connect();
+      try {
+        await db.query('BEGIN');
+        await db.query('UPDATE cluster_jobs SET modified = now() WHERE id = $1', [job.id]);
+        const waited = Symbol('waited');
+        let timer: NodeJS.Timeout | undefined;
+        const again = await Promise.race([
+          w.run('true', { key }),
+          new Promise<typeof waited>((resolve) => (timer = setTimeout(() => resolve(waited), 5000))),
+        ]).finally(() => clearTimeout(timer));
+        expect(again).toMatchObject({ id: job.id });
+        await db.query("SET LOCAL lock_timeout = '2s'");
+        await db.query('UPDATE cluster_active_jobs SET active = active WHERE owner_id = $1', [w.adminId]);
+      } finally {
+        await db.query('ROLLBACK');
+        await db.end();
+      }
+    });
+
     it('refuses a key longer than 512 characters', async () => {
       await expect(w.run('true', { key: 'k'.repeat(513) })).rejects.toMatchObject({ status: 400 });
     });
