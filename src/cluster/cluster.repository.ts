@@ -178,10 +178,10 @@ const EXECUTION_LIST_EXTRA = { creationTime: isoTime('execution."creationTime"')
  */
 const INSERT_JOB: NamedStatement = {
   name: 'cluster-insert-job',
-  text: `WITH taken AS (
-         SELECT EXISTS (SELECT 1 FROM cluster_jobs k WHERE k.workload_key = $19) AS taken
+  text: `WITH k AS (
+         SELECT EXISTS (SELECT 1 FROM cluster_jobs WHERE workload_key = $19) AS taken
        ), a AS (
-         INSERT INTO cluster_active_jobs AS a (owner_id, active) SELECT $7, 1 FROM taken WHERE NOT taken.taken
+         INSERT INTO cluster_active_jobs AS a (owner_id, active) SELECT $7, 1 FROM k WHERE NOT k.taken
          ON CONFLICT (owner_id) DO UPDATE SET active = a.active + 1 WHERE $18::integer <= 0 OR a.active < $18
          RETURNING a.active
        ), j AS (
@@ -191,7 +191,7 @@ const INSERT_JOB: NamedStatement = {
          INSERT INTO job_executions (id, job_id, status, task_name, task_state, reserved_cpu, reserved_memory, execution_dir, priority, created, modified, held_by)
          SELECT $11, j.id, 'pending', $12, $13, $14, $15, $16, $4, $10, $10, $20::uuid FROM j RETURNING id
        ), n AS (SELECT pg_notify('hub_changes', $17) FROM e)
-       SELECT (SELECT count(*) FROM n)::int AS inserted, taken.taken FROM taken`,
+       SELECT (SELECT count(*) FROM n)::int AS inserted, k.taken FROM k`,
 };
 
 /**

@@ -316,6 +316,12 @@ export class ClusterService {
     const { identity, event: identityEvent } = await this.identities.of(owner);
     const dependsOn = workload.dependsOn;
     const held = dependsOn !== undefined && (await this.scheduler.dependencyOf(dependsOn, owner.id)) === 'held';
+    // The job the key names, when it names one; else `otherwise`.
+    const keyed = async (otherwise: Error): Promise<{ job: JobDto; existing: boolean }> => {
+      const existing = key !== undefined && (await this.cluster.findJobByKey(key));
+      if (existing) return { job: toJobResponse(existing), existing: true };
+      throw otherwise;
+    };
     let job: ClusterJob | undefined;
     try {
       job = await this.cluster.insertJob(
@@ -331,18 +337,12 @@ export class ClusterService {
         this.scheduler.queueNotice(),
       );
     } catch (error) {
-      // Already submitted (by this area before, or by another hub just now): that job, whatever the quota says now.
-      const existing =
-        key !== undefined && (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) && (await this.cluster.findJobByKey(key));
-      if (existing) return { job: toJobResponse(existing), existing: true };
+      // Submitted by another hub just now, or over the quota: the job the key names, whatever the quota says now.
+      if (isUniqueViolation(error, WORKLOAD_KEY_INDEX) || error instanceof TooManyRequestsError) return keyed(error as Error);
       throw error;
     }
-    if (!job) {
-      // The key names a job already (insertJob inserts nothing then): that job.
-      const existing = await this.cluster.findJobByKey(key as string);
-      if (existing) return { job: toJobResponse(existing), existing: true };
-      throw new ConflictError(`The job workload key ${key} named has just been deleted; submit it again`);
-    }
+    // Nothing inserted: the key names a job already.
+    if (!job) return keyed(new ConflictError(`The job workload key ${key} named was deleted just now; submit it again`));
     this.metrics.submitted();
     // Placed in this request's own turn: what can start now does not wait for a tick.
     this.scheduler.submitted(workload.priority ?? DEFAULT_PRIORITY, owner.id);
